@@ -1,0 +1,28 @@
+"""teams_tf: efficient text-encoder pretraining (TEAMS, ELECTRA, BERT, ...) on TF Model Garden."""
+
+import setuptools
+
+setuptools.setup(
+    name='teams_tf',
+    version='0.1.0',
+    description=('Text-encoder pretraining objectives (TEAMS, ELECTRA, BERT, '
+                 'COCO-LM, TACO, SCRIPT) on TensorFlow Model Garden.'),
+    long_description=open('README.md', encoding='utf-8').read(),
+    long_description_content_type='text/markdown',
+    license='Apache-2.0',
+    python_requires='>=3.10,<3.13',
+    packages=setuptools.find_packages(include=['teams_tf', 'teams_tf.*']),
+    package_data={'teams_tf': ['data/sample/*.txt', 'data/sample/*.md']},
+    install_requires=[
+        # Model Garden 2.20 is built and tested against TF/TF-Text/tf-keras 2.20.
+        'tensorflow~=2.20.0',
+        'tf-keras~=2.20.0',
+        'tf-models-official~=2.20.0',
+        'tensorflow-text~=2.20.0',
+        'tensorflow-datasets>=4.9',
+        'gin-config>=0.5',
+        'absl-py>=1.4',
+    ],
+    extras_require={'test': ['pytest>=8', 'pytest-xdist>=3']},
+    entry_points={'console_scripts': ['teams-train=teams_tf.train:run']},
+)
