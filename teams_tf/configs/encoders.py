@@ -1,0 +1,50 @@
+"""Encoder sizes, decoded from one table (TEAMS paper, Table 5 and §4.1).
+
+Every objective in this project builds its encoders from Model Garden's `BertEncoderConfig`;
+this module is the one place that says what "small", "base" and "large" mean. "tiny" is not
+from a paper: a 4-layer, 64-wide model for the CPU demo (deep enough that the generator has
+two layers and shares one).
+"""
+
+from official.nlp.configs import encoders
+
+# name: (layers, hidden, embedding, intermediate, heads). Table 5: attention head dim is 64
+# for every paper size; small uses a factorised 128-wide embedding (§4.1).
+_SIZES = {
+    'tiny': (4, 64, 32, 256, 2),
+    'small': (12, 256, 128, 1024, 4),
+    'base': (12, 768, 768, 3072, 12),
+    'large': (24, 1024, 1024, 4096, 16),
+}
+
+
+def encoder_config(size, vocab_size=30522, max_position_embeddings=512):
+  """Returns the `BertEncoderConfig` for a named size.
+
+  Args:
+    size: one of 'tiny', 'small', 'base', 'large'.
+    vocab_size: WordPiece vocabulary size (BERT uncased: 30522).
+    max_position_embeddings: longest sequence the position table supports.
+
+  Returns:
+    A BertEncoderConfig with Table 5's widths, dropout 0.1 and attention dropout 0.1.
+
+  Raises:
+    ValueError: unknown size.
+  """
+  if size not in _SIZES:
+    raise ValueError(f'Unknown encoder size {size!r}; use one of {sorted(_SIZES)}.')
+  num_layers, hidden, embedding, intermediate, heads = _SIZES[size]
+  return encoders.BertEncoderConfig(
+      vocab_size=vocab_size,
+      hidden_size=hidden,
+      num_layers=num_layers,
+      num_attention_heads=heads,
+      intermediate_size=intermediate,
+      embedding_size=embedding,
+      hidden_activation='gelu',
+      dropout_rate=0.1,  # Table 5.
+      attention_dropout_rate=0.1,  # Table 5.
+      max_position_embeddings=max_position_embeddings,
+      type_vocab_size=2,
+      initializer_range=0.02)

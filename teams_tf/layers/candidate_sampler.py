@@ -1,0 +1,101 @@
+"""Generator-side sampling for TEAMS (paper §3.2): replaced tokens and candidate sets.
+
+For every masked position i the generator distribution P_G(·|x^M) (Eq. 2) is used twice:
+  1. the replaced token x̂_i ~ P_G(·|x^M), which may equal the original x_i (its RTD label is
+     then "original", as in ELECTRA), and
+  2. in a separate draw, K non-original tokens sampled from P_G *without replacement* with the
+     original excluded, which together with x_i form the candidate set S_i of Eq. (7).
+The without-replacement draw uses the Gumbel-top-k trick: adding i.i.d. Gumbel noise to the
+log-probabilities and keeping the K largest is distributed exactly as K sequential draws
+without replacement (Kool et al., 2019). Strategy "hardest" keeps the K most likely
+non-original tokens instead (the paper's Figure 5 comparison).
+
+Unlike Model Garden's `candidate_size`, K here counts only non-original tokens, as in the paper.
+"""
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+_STRATEGIES = ('sampled', 'hardest')
+
+
+def _gumbel_noise(shape, seed):
+  """Standard Gumbel noise from a stateless seed; float32 [shape]."""
+  # minval > 0 keeps log(u) finite; maxval is exclusive, so -log(u) > 0.
+  tiny = np.finfo(np.float32).tiny
+  u = tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
+  return -tf.math.log(-tf.math.log(u))
+
+
+@tf_keras.utils.register_keras_serializable(package='teams_tf')
+class CandidateSampler(tf_keras.layers.Layer):
+  """Samples replaced tokens and K non-original candidates from generator logits.
+
+  The layer has no weights. All sampling runs in float32 on `tf.stop_gradient(logits)`:
+  nothing is differentiable through it (TEAMS trains G only through the MLM loss).
+  """
+
+  def __init__(self, num_negatives=5, strategy='sampled', **kwargs):
+    """Initializes the sampler.
+
+    Args:
+      num_negatives: K, the number of non-original candidates per masked position
+        (paper default 5, §4.1).
+      strategy: 'sampled' draws the K candidates from P_G without replacement (paper
+        default); 'hardest' takes the K most likely non-original tokens.
+      **kwargs: Keras layer arguments (`name`, `dtype`, ...).
+    """
+    super().__init__(**kwargs)
+    if num_negatives < 1:
+      raise ValueError(
+          f'num_negatives={num_negatives} must be >= 1 (K non-original candidates).')
+    if strategy not in _STRATEGIES:
+      raise ValueError(
+          f'Unknown candidate sampling strategy {strategy!r}; use one of {_STRATEGIES}.')
+    self._num_negatives = num_negatives
+    self._strategy = strategy
+
+  def build(self, input_shape):
+    vocab_size = input_shape[-1]
+    if vocab_size is not None and vocab_size - 1 < self._num_negatives:
+      raise ValueError(
+          f'num_negatives={self._num_negatives} needs at least K + 1 = '
+          f'{self._num_negatives + 1} vocabulary entries, got a vocabulary of {vocab_size}.')
+    super().build(input_shape)
+
+  def call(self, logits, original_ids, seed):
+    """Samples replacements and candidates.
+
+    Args:
+      logits: [B, P, V] generator logits at the masked positions (any float dtype).
+      original_ids: [B, P] int original token ids x_i.
+      seed: [2] int32/int64 stateless seed; equal seeds give equal samples.
+
+    Returns:
+      Dict with
+        `replaced_ids`: [B, P] int32 x̂_i ~ P_G(·|x^M), may equal x_i.
+        `negative_ids`: [B, P, K] int32, K distinct ids, none equal to x_i.
+    """
+    logits = tf.stop_gradient(tf.cast(logits, tf.float32))
+    vocab_size = tf.shape(logits)[-1]
+    replace_seed, negative_seed = tf.unstack(
+        tf.random.experimental.stateless_split(seed, num=2))
+
+    flat_logits = tf.reshape(logits, [-1, vocab_size])  # [B * P, V]
+    replaced = tf.random.stateless_categorical(
+        flat_logits, 1, replace_seed, dtype=tf.int32)
+    replaced_ids = tf.reshape(replaced, tf.shape(original_ids))
+
+    is_original = tf.one_hot(
+        tf.cast(original_ids, tf.int32), vocab_size, on_value=True, off_value=False)
+    scores = tf.where(is_original, tf.constant(-float('inf')), logits)
+    if self._strategy == 'sampled':
+      scores += _gumbel_noise(tf.shape(logits), negative_seed)
+    negative_ids = tf.math.top_k(scores, k=self._num_negatives, sorted=False).indices
+    return dict(replaced_ids=replaced_ids, negative_ids=negative_ids)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_negatives=self._num_negatives, strategy=self._strategy)
+    return config

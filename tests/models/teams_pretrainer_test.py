@@ -1,0 +1,147 @@
+"""Tests of the TEAMS pretrainer: outputs, labels, gradient flow, checkpoints."""
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from teams_tf.losses import classification
+from teams_tf.losses import mws
+from teams_tf.models import teams_pretrainer
+from tests import testing_utils
+
+
+def _nonzero(grad):
+  return grad is not None and float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(grad)))) > 0
+
+
+class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_output_shapes_and_dtypes(self):
+    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=1)
+    out = model(testing_utils.pretraining_batch(), training=True)
+    b, t, p, k = 3, testing_utils.SEQ_LENGTH, testing_utils.NUM_PREDICTIONS, 3
+    expected = dict(mlm_logits=(b, p, testing_utils.VOCAB_SIZE), replaced_ids=(b, p),
+                    rtd_logits=(b, t), rtd_labels=(b, t), mws_logits=(b, p, k + 1),
+                    candidate_ids=(b, p, k + 1), sequence_output=(b, t, 32))
+    self.assertEqual(set(expected), set(out))
+    for key, shape in expected.items():
+      self.assertEqual(shape, tuple(out[key].shape), key)
+    for key in ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'):
+      self.assertEqual(tf.float32, out[key].dtype, key)
+
+  def test_corruption_labels_and_candidates(self):
+    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=2)
+    batch = testing_utils.pretraining_batch()
+    out = {k: v.numpy() for k, v in model(batch).items()}
+    positions = batch['masked_lm_positions'].numpy()
+    weights = batch['masked_lm_weights'].numpy()
+    original = batch['masked_lm_ids'].numpy()
+    expected_labels = np.ones_like(out['rtd_labels'])
+    for b, p in zip(*np.nonzero(weights)):
+      expected_labels[b, positions[b, p]] = float(
+          out['replaced_ids'][b, p] == original[b, p])
+    self.assertAllEqual(expected_labels, out['rtd_labels'])
+    self.assertAllEqual(original, out['candidate_ids'][..., 0])
+    for b, p in zip(*np.nonzero(weights)):
+      self.assertNotIn(original[b, p], out['candidate_ids'][b, p, 1:])
+
+  def test_gradient_flow(self):
+    config = testing_utils.tiny_teams_config()  # 2-layer generator sharing layer 0.
+    model = teams_pretrainer.build_teams_pretrainer(config, seed=3)
+    batch = testing_utils.pretraining_batch()
+    model(batch)
+    gen, disc = model.generator_network, model.discriminator_network
+    shared_layer, gen_only, disc_top = (
+        disc.hidden_layers[0], gen.hidden_layers[1], disc.hidden_layers[1])
+    embedding = disc.get_embedding_table()
+    watched = dict(
+        shared=shared_layer.trainable_variables[0], generator_only=gen_only.trainable_variables[0],
+        discriminator_top=disc_top.trainable_variables[0], embedding=embedding,
+        mlm_head=model.masked_lm.dense.kernel,
+        mws_head=model.mws_head.dense.kernel)
+    with tf.GradientTape(persistent=True) as tape:
+      out = model(batch, training=True)
+      mlm = classification.masked_lm_loss(
+          out['mlm_logits'], batch['masked_lm_ids'], batch['masked_lm_weights'])
+      rtd = classification.rtd_loss(out['rtd_logits'], out['rtd_labels'], batch['input_mask'])
+      mws_value = mws.mws_loss(out['mws_logits'], batch['masked_lm_weights'])
+    grads = {name: dict(zip(watched, tape.gradient(loss, list(watched.values()))))
+             for name, loss in (('mlm', mlm), ('rtd', rtd), ('mws', mws_value))}
+    # The generator learns only from MLM; nothing flows back through sampling.
+    self.assertTrue(_nonzero(grads['mlm']['generator_only']))
+    self.assertTrue(_nonzero(grads['mlm']['mlm_head']))
+    for loss in ('rtd', 'mws'):
+      self.assertFalse(_nonzero(grads[loss]['generator_only']), loss)
+      self.assertFalse(_nonzero(grads[loss]['mlm_head']), loss)
+      # Discriminator losses reach the shared layer and the tied embeddings.
+      self.assertTrue(_nonzero(grads[loss]['shared']), loss)
+      self.assertTrue(_nonzero(grads[loss]['embedding']), loss)
+    self.assertTrue(_nonzero(grads['mlm']['shared']))
+    # MLM does not train discriminator-only layers; MWS does, RTD (fed by layer L-1) does not.
+    self.assertFalse(_nonzero(grads['mlm']['discriminator_top']))
+    self.assertTrue(_nonzero(grads['mws']['discriminator_top']))
+    self.assertFalse(_nonzero(grads['rtd']['discriminator_top']))
+    self.assertTrue(_nonzero(grads['mws']['mws_head']))
+    for var, grad in zip(model.rtd_head.trainable_variables,
+                         tape.gradient(rtd, model.rtd_head.trainable_variables)):
+      self.assertTrue(_nonzero(grad), var.name)
+
+  def test_rtd_head_can_read_the_top_layer(self):
+    config = testing_utils.tiny_teams_config(rtd_head_input_layer=2)
+    model = teams_pretrainer.build_teams_pretrainer(config, seed=3)
+    batch = testing_utils.pretraining_batch()
+    top = model.discriminator_network.hidden_layers[1]
+    model(batch)
+    with tf.GradientTape() as tape:
+      out = model(batch, training=True)
+      rtd = classification.rtd_loss(out['rtd_logits'], out['rtd_labels'], batch['input_mask'])
+    self.assertTrue(_nonzero(tape.gradient(rtd, top.trainable_variables[0])))
+
+  def test_checkpoint_restores_weights_and_sampling_stream(self):
+    config = testing_utils.tiny_teams_config()
+    batch = testing_utils.pretraining_batch()
+    model = teams_pretrainer.build_teams_pretrainer(config, seed=4)
+    model(batch)
+    path = tf.train.Checkpoint(model=model).save(self.get_temp_dir() + '/ckpt')
+    expected = model(batch)
+    restored = teams_pretrainer.build_teams_pretrainer(config, seed=99)
+    restored(batch)
+    tf.train.Checkpoint(model=restored).restore(path).assert_existing_objects_matched()
+    got = restored(batch)
+    for key in ('mlm_logits', 'replaced_ids', 'rtd_logits', 'mws_logits', 'candidate_ids'):
+      self.assertAllClose(expected[key], got[key], msg=key)
+
+  def test_mixed_bfloat16(self):
+    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+    try:
+      model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=5)
+      out = model(testing_utils.pretraining_batch(), training=True)
+      for key in ('mlm_logits', 'rtd_logits', 'mws_logits'):
+        self.assertEqual(tf.float32, out[key].dtype, key)
+        self.assertTrue(np.all(np.isfinite(out[key].numpy())), key)
+    finally:
+      tf_keras.mixed_precision.set_global_policy('float32')
+
+  @parameterized.named_parameters(
+      ('fractional_generator', dict(generator_depth_fraction=0.75), 'whole number'),
+      ('too_many_shared', dict(num_shared_layers=3), r'num_shared_layers=3 must be in'),
+      ('rtd_layer_zero', dict(rtd_head_input_layer=0), r'rtd_head_input_layer=0 must be'),
+      ('bad_strategy', dict(candidate_sampling='random'), "'random'"))
+  def test_invalid_configs_name_the_field(self, overrides, message):
+    with self.assertRaisesRegex(ValueError, message):
+      teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(**overrides))
+
+  def test_default_sharing_is_bottom_half_of_generator(self):
+    config = testing_utils.tiny_teams_config(
+        encoder=testing_utils.tiny_encoder_config(num_layers=4), generator_depth_fraction=0.5,
+        num_shared_layers=None)
+    model = teams_pretrainer.build_teams_pretrainer(config)
+    gen, disc = model.generator_network, model.discriminator_network
+    self.assertLen(gen.hidden_layers, 2)
+    self.assertIs(gen.hidden_layers[0], disc.hidden_layers[0])
+    self.assertIsNot(gen.hidden_layers[1], disc.hidden_layers[1])
+
+
+if __name__ == '__main__':
+  tf.test.main()

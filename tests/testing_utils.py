@@ -1,0 +1,63 @@
+"""Tiny configurations and realistic batches shared by the tests (STYLE.md §8)."""
+
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.configs import encoders
+
+from teams_tf.configs import models
+
+VOCAB_SIZE = 100
+SEQ_LENGTH = 16
+NUM_PREDICTIONS = 4
+
+
+def tiny_encoder_config(num_layers=2, vocab_size=VOCAB_SIZE):
+  """2 layers, hidden 32, 2 heads, factorised 16-wide embeddings."""
+  return encoders.BertEncoderConfig(
+      vocab_size=vocab_size, hidden_size=32, num_layers=num_layers, num_attention_heads=2,
+      intermediate_size=64, embedding_size=16, max_position_embeddings=SEQ_LENGTH,
+      dropout_rate=0.0, attention_dropout_rate=0.0)
+
+
+def tiny_teams_config(**overrides):
+  """TEAMS over a 2-layer discriminator with a 2-layer generator sharing its bottom layer."""
+  defaults = dict(
+      encoder=tiny_encoder_config(), generator_depth_fraction=1.0, num_shared_layers=1,
+      num_negatives=3)
+  defaults.update(overrides)
+  return models.TeamsConfig(**defaults)
+
+
+def pretraining_batch(batch_size=3, seq_length=SEQ_LENGTH, num_predictions=NUM_PREDICTIONS,
+                      vocab_size=VOCAB_SIZE, seed=0):
+  """A masked batch with padding: real tokens, [MASK]ed positions, padded prediction slots.
+
+  Ids 0-4 are [PAD] [UNK] [CLS] [SEP] [MASK]. Row b has seq_length - 2b real tokens and
+  num_predictions - b real predictions (at least 1), so both kinds of padding occur.
+  """
+  rng = np.random.default_rng(seed)
+  word_ids = np.zeros([batch_size, seq_length], np.int32)
+  input_mask = np.zeros([batch_size, seq_length], np.int32)
+  positions = np.zeros([batch_size, num_predictions], np.int32)
+  ids = np.zeros([batch_size, num_predictions], np.int32)
+  weights = np.zeros([batch_size, num_predictions], np.float32)
+  for b in range(batch_size):
+    length = seq_length - 2 * b
+    tokens = rng.integers(5, vocab_size, size=length)
+    tokens[0], tokens[-1] = 2, 3
+    count = max(1, num_predictions - b)
+    chosen = np.sort(rng.choice(np.arange(1, length - 1), size=count, replace=False))
+    positions[b, :count] = chosen
+    ids[b, :count] = tokens[chosen]
+    weights[b, :count] = 1.0
+    tokens[chosen] = 4
+    word_ids[b, :length] = tokens
+    input_mask[b, :length] = 1
+  return dict(
+      input_word_ids=tf.constant(word_ids),
+      input_mask=tf.constant(input_mask),
+      input_type_ids=tf.zeros([batch_size, seq_length], tf.int32),
+      masked_lm_positions=tf.constant(positions),
+      masked_lm_ids=tf.constant(ids),
+      masked_lm_weights=tf.constant(weights))
