@@ -9,6 +9,7 @@ from teams_tf.configs import models
 
 VOCAB_SIZE = 100
 SEQ_LENGTH = 16
+MAX_SEQ_LENGTH = 32
 NUM_PREDICTIONS = 4
 
 
@@ -16,7 +17,7 @@ def tiny_encoder_config(num_layers=2, vocab_size=VOCAB_SIZE):
   """2 layers, hidden 32, 2 heads, factorised 16-wide embeddings."""
   return encoders.BertEncoderConfig(
       vocab_size=vocab_size, hidden_size=32, num_layers=num_layers, num_attention_heads=2,
-      intermediate_size=64, embedding_size=16, max_position_embeddings=SEQ_LENGTH,
+      intermediate_size=64, embedding_size=16, max_position_embeddings=MAX_SEQ_LENGTH,
       dropout_rate=0.0, attention_dropout_rate=0.0)
 
 

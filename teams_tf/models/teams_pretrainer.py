@@ -178,8 +178,21 @@ class TeamsPretrainer(tf_keras.Model):
         'config; use build_teams_pretrainer(TeamsConfig) and restore a checkpoint.')
 
 
-def num_generator_layers(config):
-  """Generator depth from `generator_depth_fraction`; ValueError unless a whole number ≥ 1."""
+def resolve_layout(config: model_configs.TeamsConfig):
+  """Checks a TeamsConfig and resolves its defaults, without building anything.
+
+  Tasks call this when they are created, so a bad value fails before any model is built.
+
+  Args:
+    config: a TeamsConfig.
+
+  Returns:
+    Dict with `num_generator_layers`, `num_shared_layers` and `rtd_head_input_layer`, each
+    a resolved int.
+
+  Raises:
+    ValueError: naming the field, the bad value and the valid range.
+  """
   num_layers = config.encoder.num_layers
   depth = config.generator_depth_fraction * num_layers
   if abs(depth - round(depth)) > 1e-6 or not 1 <= round(depth) <= num_layers:
@@ -187,7 +200,27 @@ def num_generator_layers(config):
         f'generator_depth_fraction={config.generator_depth_fraction} of {num_layers} '
         f'discriminator layers gives {depth:g} generator layers; choose a fraction that '
         f'gives a whole number in [1, {num_layers}] (paper default 0.5).')
-  return int(round(depth))
+  depth = int(round(depth))
+  num_shared = depth // 2 if config.num_shared_layers is None else config.num_shared_layers
+  if not 0 <= num_shared <= depth:
+    raise ValueError(
+        f'num_shared_layers={config.num_shared_layers} must be in [0, {depth}] for a '
+        f'{depth}-layer generator (0 = no tie, {depth} = full tie, None = bottom half).')
+  rtd_layer = (num_layers - 1 if config.rtd_head_input_layer is None
+               else config.rtd_head_input_layer)
+  if not 1 <= rtd_layer <= num_layers:
+    raise ValueError(
+        f'rtd_head_input_layer={rtd_layer} must be in [1, {num_layers}] (1-based '
+        'discriminator layer; None = L - 1, the paper default).')
+  if config.candidate_sampling not in ('sampled', 'hardest'):
+    raise ValueError(
+        f"candidate_sampling={config.candidate_sampling!r} must be 'sampled' or 'hardest'.")
+  if not 1 <= config.num_negatives < config.encoder.vocab_size:
+    raise ValueError(
+        f'num_negatives={config.num_negatives} must be in [1, vocab_size - 1 = '
+        f'{config.encoder.vocab_size - 1}] (K non-original candidates; paper default 5).')
+  return dict(num_generator_layers=depth, num_shared_layers=num_shared,
+              rtd_head_input_layer=rtd_layer)
 
 
 def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
@@ -203,14 +236,10 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
   Raises:
     ValueError: an invalid combination, naming the field, the value and the fix.
   """
-  depth = num_generator_layers(config)
-  num_shared = depth // 2 if config.num_shared_layers is None else config.num_shared_layers
-  if not 0 <= num_shared <= depth:
-    raise ValueError(
-        f'num_shared_layers={config.num_shared_layers} must be in [0, {depth}] for a '
-        f'{depth}-layer generator (0 = no tie, {depth} = full tie, None = bottom half).')
+  layout = resolve_layout(config)
   generator, discriminator = shared_encoders.build_generator_and_discriminator(
-      config.encoder, num_generator_layers=depth, num_shared_layers=num_shared)
+      config.encoder, num_generator_layers=layout['num_generator_layers'],
+      num_shared_layers=layout['num_shared_layers'])
   # The RTD task layer is one more transformer layer of the discriminator's width (§3.2).
   rtd_head = rtd_head_lib.AttentionRtdHead(
       **shared_encoders.transformer_block_kwargs(config.encoder), name='rtd_head')
@@ -220,7 +249,7 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
       rtd_head=rtd_head,
       num_negatives=config.num_negatives,
       candidate_sampling=config.candidate_sampling,
-      rtd_head_input_layer=config.rtd_head_input_layer,
+      rtd_head_input_layer=layout['rtd_head_input_layer'],
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),

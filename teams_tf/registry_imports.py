@@ -1,0 +1,5 @@
+"""The one module that imports everything registering tasks and experiments (STYLE.md §9)."""
+
+# pylint: disable=unused-import
+from teams_tf.configs import experiments
+from teams_tf.tasks import teams_task

@@ -1,0 +1,101 @@
+"""TEAMS pretraining Task: total loss of Eq. (9) and its metrics."""
+
+import dataclasses
+
+import tensorflow as tf
+import tf_keras
+
+from official.core import config_definitions as cfg
+from official.core import task_factory
+
+from teams_tf.configs import models as model_configs
+from teams_tf.data import text_dataloader
+from teams_tf.losses import classification
+from teams_tf.losses import mws
+from teams_tf.models import teams_pretrainer
+from teams_tf.tasks import pretrain_base
+
+
+@dataclasses.dataclass
+class TeamsPretrainTaskConfig(cfg.TaskConfig):
+  """TEAMS pretraining task: model and data."""
+  model: model_configs.TeamsConfig = dataclasses.field(
+      default_factory=model_configs.TeamsConfig)
+  train_data: text_dataloader.TextDataConfig = dataclasses.field(
+      default_factory=text_dataloader.TextDataConfig)
+  validation_data: text_dataloader.TextDataConfig = dataclasses.field(
+      default_factory=text_dataloader.TextDataConfig)
+
+
+def loss_terms(labels, outputs):
+  """The three unweighted losses of Eq. (9).
+
+  Args:
+    labels: input batch (see `TeamsPretrainer`); uses `masked_lm_ids`, `masked_lm_weights`,
+      `input_mask`.
+    outputs: `TeamsPretrainer` outputs.
+
+  Returns:
+    Dict of float32 scalars `mlm_loss` (Eq. 1), `rtd_loss` (Eq. 4), `mws_loss` (Eq. 8).
+  """
+  weights = labels['masked_lm_weights']
+  return dict(
+      mlm_loss=classification.masked_lm_loss(
+          outputs['mlm_logits'], labels['masked_lm_ids'], weights),
+      rtd_loss=classification.rtd_loss(
+          outputs['rtd_logits'], outputs['rtd_labels'], labels['input_mask']),
+      mws_loss=mws.mws_loss(outputs['mws_logits'], weights))
+
+
+@task_factory.register_task_cls(TeamsPretrainTaskConfig)
+class TeamsPretrainTask(pretrain_base.PretrainTask):
+  """Generator MLM + discriminator RTD + MWS, L = L_MLM + λ1·L_RTD + λ2·L_MWS (Eq. 9)."""
+
+  def __init__(self, params, logging_dir=None, name=None):
+    super().__init__(params, logging_dir=logging_dir, name=name)
+    teams_pretrainer.resolve_layout(params.model)
+
+  def build_model(self):
+    return teams_pretrainer.build_teams_pretrainer(self.task_config.model)
+
+  def build_losses(self, labels, model_outputs, aux_losses=None):
+    """Total loss of Eq. (9) (plus any Keras regularization losses), float32 scalar."""
+    config = self.task_config.model
+    terms = loss_terms(labels, model_outputs)
+    total = (terms['mlm_loss'] + config.rtd_loss_weight * terms['rtd_loss'] +
+             config.mws_loss_weight * terms['mws_loss'])
+    if aux_losses:
+      total += tf.add_n(aux_losses)
+    return total
+
+  def build_metrics(self, training=None):
+    del training
+    return [
+        tf_keras.metrics.Mean(name='mlm_loss'),
+        tf_keras.metrics.Mean(name='rtd_loss'),
+        tf_keras.metrics.Mean(name='mws_loss'),
+        tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
+        tf_keras.metrics.BinaryAccuracy(name='rtd_accuracy', threshold=0.0),
+        tf_keras.metrics.AUC(name='rtd_auc', from_logits=True),
+        tf_keras.metrics.SparseCategoricalAccuracy(name='mws_accuracy'),
+        # Share of masked positions whose sampled token differs from the original.
+        tf_keras.metrics.Mean(name='replaced_fraction'),
+    ]
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    metrics = {metric.name: metric for metric in metrics}
+    for name, value in loss_terms(labels, model_outputs).items():
+      metrics[name].update_state(value)
+    weights = labels['masked_lm_weights']
+    input_mask = labels['input_mask']
+    metrics['mlm_accuracy'].update_state(
+        labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
+    metrics['rtd_accuracy'].update_state(
+        model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+    metrics['rtd_auc'].update_state(
+        model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+    metrics['mws_accuracy'].update_state(
+        tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], weights)
+    replaced = tf.cast(
+        tf.not_equal(model_outputs['replaced_ids'], labels['masked_lm_ids']), tf.float32)
+    metrics['replaced_fraction'].update_state(replaced, weights)

@@ -1,0 +1,78 @@
+"""End to end: the demo experiment through `python -m teams_tf.train`, resume, and errors."""
+
+import glob
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+_FAST = ','.join([
+    'trainer.steps_per_loop=2', 'trainer.summary_interval=2', 'trainer.checkpoint_interval=2',
+    'trainer.validation_steps=2', 'task.train_data.global_batch_size=8',
+    'task.validation_data.global_batch_size=8'
+])
+
+
+def _train(model_dir, *flags):
+  return subprocess.run(
+      [sys.executable, '-m', 'teams_tf.train', f'--model_dir={model_dir}', *flags],
+      cwd=_ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+class TrainTest(tf.test.TestCase):
+
+  def test_train_and_eval_writes_checkpoints_and_summaries_then_resumes(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'demo')
+    gin_file = os.path.join(_ROOT, 'gin_configs', 'task_head_layer_norm_eps_1e-6.gin')
+    first = _train(model_dir, '--experiment=teams_demo', '--mode=train_and_eval',
+                   f'--gin_file={gin_file}',
+                   f'--params_override={_FAST},trainer.train_steps=4,'
+                   'trainer.validation_interval=4')
+    self.assertEqual(0, first.returncode, first.stderr[-3000:])
+    self.assertTrue(tf.io.gfile.exists(os.path.join(model_dir, 'ckpt-4.index')))
+    self.assertTrue(tf.io.gfile.exists(os.path.join(model_dir, 'params.yaml')))
+    self.assertNotEmpty(glob.glob(os.path.join(model_dir, 'train', 'events.*')))
+    self.assertNotEmpty(glob.glob(os.path.join(model_dir, 'validation', 'events.*')))
+    with open(os.path.join(model_dir, 'operative_config.train_and_eval.gin')) as f:
+      self.assertIn('AttentionRtdHead.norm_epsilon = 1e-06', f.read())
+    self.assertIn('validation_loss', first.stderr)
+
+    second = _train(model_dir, '--experiment=teams_demo', '--mode=train',
+                    f'--params_override={_FAST},trainer.train_steps=6')
+    self.assertEqual(0, second.returncode, second.stderr[-3000:])
+    self.assertIn('train | step:      4 | training until step 6', second.stderr)
+    self.assertNotIn('train | step:      0 |', second.stderr)
+    self.assertTrue(tf.io.gfile.exists(os.path.join(model_dir, 'ckpt-6.index')))
+
+  def _assert_one_line_error(self, result, expected):
+    self.assertNotEqual(0, result.returncode)
+    self.assertNotIn('Traceback', result.stderr)
+    last_line = result.stderr.strip().splitlines()[-1]
+    self.assertStartsWith(last_line, 'error: ')
+    self.assertIn(expected, last_line)
+
+  def test_unknown_experiment(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_tiny', '--mode=train')
+    self._assert_one_line_error(result, "unknown experiment 'teams_tiny'; registered:")
+    self.assertIn('teams_demo', result.stderr)
+
+  def test_unknown_override_key(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
+                    '--params_override=task.model.num_negativs=3')
+    self._assert_one_line_error(result, 'num_negativs')
+
+  def test_bad_gin_binding(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
+                    '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0')
+    self._assert_one_line_error(result, 'NoSuchLayer')
+
+  def test_paper_knob_out_of_range(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
+                    '--params_override=task.model.rtd_head_input_layer=9')
+    self._assert_one_line_error(result, 'rtd_head_input_layer=9 must be in [1, 4]')
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,101 @@
+"""Tests of the TEAMS pretraining Task on real (embedded) text with real masks."""
+
+import numpy as np
+import tensorflow as tf
+
+from official.core import task_factory
+from official.modeling import optimization
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.data import embedded
+from teams_tf.data import text_dataloader
+from teams_tf.data import tokenization
+from teams_tf.tasks import teams_task
+from tests import testing_utils
+
+
+def _task_config(**model_overrides):
+  vocab_size = tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
+  data = dict(vocab_file='sample:vocab', seq_length=32, max_predictions_per_seq=5,
+              global_batch_size=4)
+  return teams_task.TeamsPretrainTaskConfig(
+      model=testing_utils.tiny_teams_config(
+          encoder=testing_utils.tiny_encoder_config(vocab_size=vocab_size), **model_overrides),
+      train_data=text_dataloader.TextDataConfig(
+          input_path='sample:train', is_training=True, seed=1, **data),
+      validation_data=text_dataloader.TextDataConfig(
+          input_path='sample:valid', is_training=False, seed=1, **data))
+
+
+def _optimizer(learning_rate):
+  factory = optimization.OptimizerFactory(optimization.OptimizationConfig({
+      'optimizer': {'type': 'adamw'},
+      'learning_rate': {'type': 'constant', 'constant': {'learning_rate': learning_rate}},
+  }))
+  return factory.build_optimizer(factory.build_learning_rate())
+
+
+class TeamsTaskTest(tf.test.TestCase):
+
+  def test_registered_and_train_and_validation_steps_report_all_metrics(self):
+    task = task_factory.get_task(_task_config())
+    self.assertIsInstance(task, teams_task.TeamsPretrainTask)
+    model = task.build_model()
+    metrics = task.build_metrics()
+    dataset = task.build_inputs(task.task_config.train_data)
+    batch = next(iter(dataset))
+    self.assertGreater(float(tf.reduce_sum(batch['masked_lm_weights'])), 0)
+    logs = task.train_step(batch, model, _optimizer(1e-3), metrics=metrics)
+    self.assertTrue(np.isfinite(float(logs['loss'])))
+    results = {m.name: float(m.result()) for m in metrics}
+    self.assertEqual(
+        {'mlm_loss', 'rtd_loss', 'mws_loss', 'mlm_accuracy', 'rtd_accuracy', 'rtd_auc',
+         'mws_accuracy', 'replaced_fraction'}, set(results))
+    # Real masks make every loss strictly positive (Model Garden's dummy data gives 0).
+    for name in ('mlm_loss', 'rtd_loss', 'mws_loss'):
+      self.assertGreater(results[name], 0.0, name)
+    expected_total = (results['mlm_loss'] + 5.0 * results['rtd_loss'] +
+                      2.0 * results['mws_loss'])
+    self.assertAllClose(expected_total, float(logs['loss']), rtol=1e-5)
+    for metric in metrics:
+      metric.reset_state()
+    val_batch = next(iter(task.build_inputs(task.task_config.validation_data)))
+    val_logs = task.validation_step(val_batch, model, metrics=metrics)
+    self.assertTrue(np.isfinite(float(val_logs['loss'])))
+
+  def test_loss_weights_are_applied(self):
+    task = task_factory.get_task(_task_config(rtd_loss_weight=0.0, mws_loss_weight=0.0))
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(task.task_config.train_data)))
+    outputs = model(batch)
+    total = task.build_losses(batch, outputs)
+    terms = teams_task.loss_terms(batch, outputs)
+    self.assertAllClose(terms['mlm_loss'], total)
+
+  def test_overfits_one_batch(self):
+    task = task_factory.get_task(_task_config())
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(task.task_config.train_data)))
+    optimizer = _optimizer(3e-3)
+    step = tf.function(lambda: task.train_step(batch, model, optimizer))
+    first = float(step()['loss'])
+    for _ in range(40):
+      last = float(step()['loss'])
+    self.assertLess(last, 0.7 * first)
+
+  def test_vocab_size_mismatch_is_reported_with_the_fix(self):
+    config = _task_config()
+    config.model.encoder.vocab_size = 123
+    with self.assertRaisesRegex(ValueError, r'vocab_size=123 .* --params_override'):
+      teams_task.TeamsPretrainTask(config)
+
+  def test_sequence_longer_than_position_table_is_reported(self):
+    config = _task_config()
+    config.validation_data.seq_length = 64
+    with self.assertRaisesRegex(
+        ValueError, r'task.validation_data.seq_length=64 .*max_position_embeddings=32'):
+      teams_task.TeamsPretrainTask(config)
+
+
+if __name__ == '__main__':
+  tf.test.main()
