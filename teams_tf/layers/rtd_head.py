@@ -55,14 +55,7 @@ class AttentionRtdHead(tf_keras.layers.Layer):
         kernel_initializer=initializer,
         norm_epsilon=norm_epsilon)
     self.task_layer = layers.TransformerEncoderBlock(
-        num_attention_heads=num_attention_heads,
-        inner_dim=inner_dim,
-        inner_activation=inner_activation,
-        output_dropout=output_dropout,
-        attention_dropout=attention_dropout,
-        norm_first=norm_first,
-        norm_epsilon=norm_epsilon,
-        kernel_initializer=tf_utils.clone_initializer(initializer),
+        **dict(self._config, kernel_initializer=tf_utils.clone_initializer(initializer)),
         name='task_layer')
     self.classifier = tf_keras.layers.Dense(
         1, kernel_initializer=tf_utils.clone_initializer(initializer), name='classifier')

@@ -94,13 +94,7 @@ class TeamsPretrainer(tf_keras.Model):
       raise ValueError(
           f'rtd_head_input_layer={rtd_head_input_layer} must be in [1, {num_layers}] '
           '(1-based discriminator layer; paper default L - 1).')
-    self._config = dict(
-        num_negatives=num_negatives,
-        candidate_sampling=candidate_sampling,
-        rtd_head_input_layer=rtd_head_input_layer,
-        mlm_activation=mlm_activation,
-        mlm_initializer=mlm_initializer,
-        seed=seed)
+    self._rtd_head_input_layer = rtd_head_input_layer
     self.generator_network = generator_network
     self.discriminator_network = discriminator_network
     embedding_table = discriminator_network.get_embedding_table()
@@ -150,7 +144,7 @@ class TeamsPretrainer(tf_keras.Model):
     discriminator_outputs = self.discriminator_network(
         [corrupted, input_mask, type_ids], training=training)
     layer_outputs = discriminator_outputs['encoder_outputs']
-    rtd_input = layer_outputs[self._config['rtd_head_input_layer'] - 1]
+    rtd_input = layer_outputs[self._rtd_head_input_layer - 1]
     rtd_logits = self.rtd_head(
         rtd_input, self.attention_mask(rtd_input, input_mask), training=training)
 
@@ -240,6 +234,10 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
   generator, discriminator = shared_encoders.build_generator_and_discriminator(
       config.encoder, num_generator_layers=layout['num_generator_layers'],
       num_shared_layers=layout['num_shared_layers'])
+  # No TEAMS loss reads the pooled [CLS] output (there is no next-sentence task), so the poolers
+  # stay out of the optimizer instead of being reported as variables without gradients.
+  generator.pooler_layer.trainable = False
+  discriminator.pooler_layer.trainable = False
   # The RTD task layer is one more transformer layer of the discriminator's width (§3.2).
   rtd_head = rtd_head_lib.AttentionRtdHead(
       **shared_encoders.transformer_block_kwargs(config.encoder), name='rtd_head')
