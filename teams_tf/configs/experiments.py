@@ -14,7 +14,7 @@ from official.modeling import optimization
 from teams_tf.configs import encoders
 from teams_tf.configs import models
 from teams_tf.data import embedded
-from teams_tf.data import text_dataloader
+from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
 from teams_tf.tasks import teams_task
 
@@ -62,7 +62,7 @@ def _optimization(learning_rate, train_steps, warmup_steps):
 
 def _data(input_path, is_training, seq_length, batch_size):
   """Raw-text data config, 15% masking with BERT's 80/10/10 replacement (Appendix B)."""
-  return text_dataloader.TextDataConfig(
+  return pretrain_dataloader.PretrainDataConfig(
       input_path=input_path,
       is_training=is_training,
       seq_length=seq_length,

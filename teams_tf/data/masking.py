@@ -53,7 +53,8 @@ def mask_tokens(token_ids: tf.Tensor,
                 vocab_size: int,
                 mask_rate: float = 0.15,
                 mask_token_rate: float = 0.8,
-                random_token_rate: float = 0.1) -> dict[str, tf.Tensor]:
+                random_token_rate: float = 0.1,
+                continuation_ids: Sequence[int] = ()) -> dict[str, tf.Tensor]:
   """Applies masked-LM corruption to one unbatched sequence; map it over a dataset before batching.
 
   Args:
@@ -69,6 +70,11 @@ def mask_tokens(token_ids: tf.Tensor,
     mask_token_rate: probability that a picked token becomes `[MASK]`.
     random_token_rate: probability that a picked token becomes a random token; the remaining
       `1 - mask_token_rate - random_token_rate` keep the original token.
+    continuation_ids: WordPiece continuation ids (`##...`, `Vocabulary.continuation_ids`). When
+      given, masking is whole-word (BERT's `--do_whole_word_mask`): a word and all its pieces are
+      picked together, words in random order until the next word would exceed the prediction
+      budget; the [MASK]/random/keep choice is still made per piece, as in BERT. Empty: each
+      maskable token is its own word (plain token masking).
 
   Returns:
     A dict with
@@ -98,13 +104,28 @@ def mask_tokens(token_ids: tf.Tensor,
   num_wanted = tf.cast(tf.round(tf.cast(num_maskable, tf.float64) * mask_rate), tf.int32)
   num_predictions = tf.minimum(num_slots, tf.minimum(num_maskable, tf.maximum(1, num_wanted)))
 
-  # The top-n of i.i.d. uniform scores is a uniform random n-subset; unmaskable tokens score -1 and
-  # uniform scores lie in [0, 1), so the top `num_predictions <= num_maskable` are all maskable.
-  scores = tf.random.stateless_uniform(tf.shape(token_ids), seed=position_seed)
-  scores = tf.where(maskable, scores, -1.0)
-  num_candidates = tf.minimum(num_slots, tf.size(token_ids))
-  _, top_positions = tf.math.top_k(scores, k=num_candidates, sorted=True)
-  positions = tf.sort(top_positions[:num_predictions])  # [n]
+  # A word starts at every maskable token that is not a continuation piece; pieces join the word
+  # before them. With no continuation ids every maskable token is a one-token word.
+  starts = maskable
+  if continuation_ids:
+    continuation = tf.constant(sorted(set(continuation_ids)), dtype=tf.int32)
+    starts &= tf.reduce_all(tf.not_equal(token_ids[:, None], continuation[None, :]), axis=1)
+  word_of_token = tf.cumsum(tf.cast(starts, tf.int32)) - 1  # [T]; -1 before the first word.
+  in_word = maskable & (word_of_token >= 0)
+  num_words = tf.reduce_sum(tf.cast(starts, tf.int32))
+  # Tokens outside every word point at an extra, never-chosen slot W.
+  word_index = tf.where(in_word, word_of_token, num_words)  # [T]
+  word_lengths = tf.math.unsorted_segment_sum(
+      tf.cast(in_word, tf.int32), word_index, num_words + 1)[:num_words]  # [W]
+  # Sorting i.i.d. uniform scores gives a uniformly random word order; take the longest prefix of
+  # that order whose tokens fit the budget.
+  word_scores = tf.random.stateless_uniform([num_words], seed=position_seed)
+  order = tf.argsort(word_scores, direction='DESCENDING')  # [W]
+  fits = tf.cumsum(tf.gather(word_lengths, order)) <= num_predictions
+  chosen_words = tf.scatter_nd(order[:, None], tf.cast(fits, tf.int32), [num_words + 1]) > 0
+  chosen = tf.gather(chosen_words, word_index)  # [T]
+  positions = tf.cast(tf.where(chosen)[:, 0], tf.int32)  # [n], ascending.
+  num_predictions = tf.size(positions)
   original_ids = tf.gather(token_ids, positions)  # [n]
 
   action = tf.random.stateless_uniform([num_predictions], seed=action_seed)

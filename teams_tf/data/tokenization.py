@@ -57,6 +57,11 @@ class Vocabulary:
     """Ids of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: never masked, never sampled as replacements."""
     return (self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id)
 
+  @property
+  def continuation_ids(self) -> tuple[int, ...]:
+    """Ids of WordPiece continuation pieces (`##...`): the pieces that extend the word before them."""
+    return tuple(i for i, token in enumerate(self.tokens) if token.startswith('##'))
+
 
 def load_vocabulary(path: str) -> Vocabulary:
   """Reads a WordPiece vocabulary file (one token per line, id = line number from 0).

@@ -8,7 +8,7 @@ build_metrics and process_metrics. Training and validation steps are Model Garde
 from official.core import base_task
 
 from teams_tf.data import embedded
-from teams_tf.data import text_dataloader
+from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
 
 
@@ -41,5 +41,5 @@ class PretrainTask(base_task.Task):
             'vocabulary the model was built for).')
 
   def build_inputs(self, params, input_context=None):
-    """Masked pretraining batches; see `text_dataloader.TextDataLoader` for the spec."""
-    return text_dataloader.TextDataLoader(params).load(input_context)
+    """Masked pretraining batches; see `pretrain_dataloader.PretrainDataLoader` for the spec."""
+    return pretrain_dataloader.PretrainDataLoader(params).load(input_context)

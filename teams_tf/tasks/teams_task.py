@@ -9,7 +9,7 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.data import text_dataloader
+from teams_tf.data import pretrain_dataloader
 from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
@@ -21,10 +21,10 @@ class TeamsPretrainTaskConfig(cfg.TaskConfig):
   """TEAMS pretraining task: model and data."""
   model: model_configs.TeamsConfig = dataclasses.field(
       default_factory=model_configs.TeamsConfig)
-  train_data: text_dataloader.TextDataConfig = dataclasses.field(
-      default_factory=text_dataloader.TextDataConfig)
-  validation_data: text_dataloader.TextDataConfig = dataclasses.field(
-      default_factory=text_dataloader.TextDataConfig)
+  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
+  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 def loss_terms(labels, outputs):

@@ -8,7 +8,7 @@ from official.modeling import optimization
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.data import embedded
-from teams_tf.data import text_dataloader
+from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
 from teams_tf.tasks import teams_task
 from tests import testing_utils
@@ -21,9 +21,9 @@ def _task_config(**model_overrides):
   return teams_task.TeamsPretrainTaskConfig(
       model=testing_utils.tiny_teams_config(
           encoder=testing_utils.tiny_encoder_config(vocab_size=vocab_size), **model_overrides),
-      train_data=text_dataloader.TextDataConfig(
+      train_data=pretrain_dataloader.PretrainDataConfig(
           input_path='sample:train', is_training=True, seed=1, **data),
-      validation_data=text_dataloader.TextDataConfig(
+      validation_data=pretrain_dataloader.PretrainDataConfig(
           input_path='sample:valid', is_training=False, seed=1, **data))
 
 

@@ -1,4 +1,4 @@
-"""Tests for teams_tf.data.text_dataloader on the embedded sample and on tiny hand-checked files."""
+"""Tests for teams_tf.data.pretrain_dataloader: the raw-text format on the sample and on tiny files."""
 
 import os
 import re
@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 from official.nlp.data import data_loader_factory
 
-from teams_tf.data import text_dataloader
+from teams_tf.data import pretrain_dataloader
 
 # A vocabulary whose ids the tests spell out by hand.
 _TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', 'on', 'mat', '.', 'dog',
@@ -52,23 +52,23 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     fields = dict(input_path=self._text_file, vocab_file=self._vocab_file, seq_length=6,
                   max_predictions_per_seq=2, global_batch_size=2, is_training=False,
                   drop_remainder=False, seed=3)
-    return text_dataloader.TextDataConfig(**(fields | overrides))
+    return pretrain_dataloader.PretrainDataConfig(**(fields | overrides))
 
   def test_registered_with_model_garden_factory(self):
     loader = data_loader_factory.get_data_loader(self._tiny_config())
-    self.assertIsInstance(loader, text_dataloader.TextDataLoader)
+    self.assertIsInstance(loader, pretrain_dataloader.PretrainDataLoader)
 
   def test_sample_element_spec(self):
-    config = text_dataloader.TextDataConfig(input_path='sample:valid', is_training=True,
+    config = pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=True,
                                             global_batch_size=4, seq_length=32, max_predictions_per_seq=5)
-    spec = text_dataloader.TextDataLoader(config).load().element_spec
+    spec = pretrain_dataloader.PretrainDataLoader(config).load().element_spec
     expected = {'input_word_ids': ([4, 32], tf.int32), 'input_mask': ([4, 32], tf.int32),
                 'input_type_ids': ([4, 32], tf.int32), 'masked_lm_positions': ([4, 5], tf.int32),
                 'masked_lm_ids': ([4, 5], tf.int32), 'masked_lm_weights': ([4, 5], tf.float32)}
     self.assertEqual({k: (v.shape.as_list(), v.dtype) for k, v in spec.items()}, expected)
 
   def test_tiny_file_packing(self):
-    batches = _as_numpy(text_dataloader.TextDataLoader(self._tiny_config()).load())
+    batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(self._tiny_config()).load())
     word_ids = np.concatenate([_unmask(b) for b in batches])
     cls, sep, pad = _ID['[CLS]'], _ID['[SEP]'], _ID['[PAD]']
     # Chunks of seq_length - 2 = 4 tokens across line boundaries; blank lines are dropped.
@@ -81,7 +81,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_masked_positions_are_consistent(self):
     config = self._tiny_config(max_predictions_per_seq=4, mask_rate=0.5)
-    for batch in _as_numpy(text_dataloader.TextDataLoader(config).load()):
+    for batch in _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load()):
       original = _unmask(batch)
       for row in range(len(original)):
         real = batch['masked_lm_weights'][row] > 0
@@ -93,9 +93,9 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
         self.assertTrue(np.all((corrupted == _ID['[MASK]']) | ~np.isin(corrupted, _SPECIAL_IDS)))
 
   def test_sample_sequences_and_masks(self):
-    config = text_dataloader.TextDataConfig(input_path='sample:valid', is_training=False,
+    config = pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=False,
                                             global_batch_size=16, drop_remainder=False)
-    loader = text_dataloader.TextDataLoader(config)
+    loader = pretrain_dataloader.PretrainDataLoader(config)
     vocab = loader.vocabulary
     batches = _as_numpy(loader.load())
     word_ids = np.concatenate([_unmask(b) for b in batches])
@@ -111,19 +111,19 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(('train', 'sample:train'), ('valid', 'sample:valid'))
   def test_sample_unknown_token_rate_is_below_one_percent(self, input_path):
-    config = text_dataloader.TextDataConfig(input_path=input_path, is_training=False,
+    config = pretrain_dataloader.PretrainDataConfig(input_path=input_path, is_training=False,
                                             global_batch_size=64, drop_remainder=False)
-    loader = text_dataloader.TextDataLoader(config)
+    loader = pretrain_dataloader.PretrainDataLoader(config)
     batches = _as_numpy(loader.load())
     word_ids = np.concatenate([_unmask(b) for b in batches])
     real = np.concatenate([b['input_mask'] for b in batches]) > 0
     self.assertLess(np.mean(word_ids[real] == loader.vocabulary.unk_id), 0.01)
 
   def test_eval_is_finite_and_identical_across_loads(self):
-    config = text_dataloader.TextDataConfig(input_path='sample:valid', is_training=False,
+    config = pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=False,
                                             global_batch_size=8, seq_length=64, seed=None)
-    first = _as_numpy(text_dataloader.TextDataLoader(config).load())
-    second = _as_numpy(text_dataloader.TextDataLoader(config).load())
+    first = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load())
+    second = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load())
     self.assertNotEmpty(first)
     self.assertEqual(len(first), len(second))
     for a, b in zip(first, second):
@@ -132,9 +132,9 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_training_is_reproducible_for_a_fixed_seed(self):
     def first_batches(seed):
-      config = text_dataloader.TextDataConfig(input_path='sample:valid', is_training=True, seed=seed,
+      config = pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=True, seed=seed,
                                               global_batch_size=8, seq_length=64, shuffle_buffer_size=50)
-      return _as_numpy(text_dataloader.TextDataLoader(config).load().take(3))
+      return _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load().take(3))
 
     first, again, other = first_batches(5), first_batches(5), first_batches(6)
     for a, b in zip(first, again):
@@ -145,7 +145,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
   def test_training_repeats_with_new_masks_each_epoch(self):
     # Buffer 1 keeps stream order: batch k and batch k + 2 hold the same 2 chunks in the next epoch.
     config = self._tiny_config(is_training=True, shuffle_buffer_size=1, drop_remainder=True)
-    batches = _as_numpy(text_dataloader.TextDataLoader(config).load().take(20))
+    batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load().take(20))
     self.assertLen(batches, 20)
     for k in range(18):
       self.assertAllEqual(_unmask(batches[k]), _unmask(batches[k + 2]))
@@ -159,7 +159,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     for pipeline_id in range(2):
       context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id,
                                            num_replicas_in_sync=2)
-      batches = _as_numpy(text_dataloader.TextDataLoader(config).load(context))
+      batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load(context))
       self.assertTrue(all(len(b['input_word_ids']) <= 2 for b in batches))  # per-replica batch size
       streams.append(np.concatenate([_unmask(b) for b in batches]))
     self.assertLen(streams[0], 4)  # all of tiny.txt
@@ -171,7 +171,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     tokens = []
     for pipeline_id in range(2):
       context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id)
-      batches = _as_numpy(text_dataloader.TextDataLoader(config).load(context))
+      batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load(context))
       (word_ids,) = [_unmask(b) for b in batches]
       tokens.append(word_ids[0][1:word_ids[0].tolist().index(_ID['[SEP]'])].tolist())
     # Non-blank lines 0 and 2 go to pipeline 0, line 1 to pipeline 1.
@@ -181,7 +181,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
   def test_input_path_matching_nothing_names_the_pattern(self):
     missing = os.path.join(self._dir, 'nothing*.txt')
     with self.assertRaisesRegex(ValueError, rf"pattern '{re.escape(missing)}' matches no file"):
-      text_dataloader.TextDataLoader(self._tiny_config(input_path=f'{self._text_file}, {missing}'))
+      pretrain_dataloader.PretrainDataLoader(self._tiny_config(input_path=f'{self._text_file}, {missing}'))
 
   @parameterized.named_parameters(
       ('empty_path', dict(input_path=''), 'input_path is empty'),
@@ -195,12 +195,12 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
   )
   def test_invalid_config(self, overrides, message):
     with self.assertRaisesRegex(ValueError, message):
-      text_dataloader.TextDataLoader(self._tiny_config(**overrides))
+      pretrain_dataloader.PretrainDataLoader(self._tiny_config(**overrides))
 
   def test_vocabulary_without_ordinary_tokens(self):
     vocab_file = self._write('specials.txt', ''.join(t + '\n' for t in _TOKENS[:5]))
     with self.assertRaisesRegex(ValueError, 'vocab_size=5 leaves no non-special token'):
-      text_dataloader.TextDataLoader(self._tiny_config(vocab_file=vocab_file))
+      pretrain_dataloader.PretrainDataLoader(self._tiny_config(vocab_file=vocab_file))
 
 
 if __name__ == '__main__':
