@@ -163,8 +163,12 @@ class TeamsPretrainer(tf_keras.Model):
 
   @property
   def checkpoint_items(self):
-    """Items for Model Garden's checkpointing; `encoder` is the network kept for fine-tuning."""
-    return dict(encoder=self.discriminator_network, generator=self.generator_network)
+    """Extra top-level checkpoint entries (Model Garden's trainer saves them beside `model`).
+
+    `encoder` is the kept discriminator stack laid out as Model Garden's `BertEncoderV2`, so
+    fine-tuning tasks restore it with `encoder.type: bert_v2` and `init_checkpoint`.
+    """
+    return dict(encoder=shared_encoders.BertEncoderV2CheckpointView(self.discriminator_network))
 
   def get_config(self):
     raise NotImplementedError(

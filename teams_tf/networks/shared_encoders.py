@@ -8,6 +8,7 @@ same variables). Both encoders are Model Garden `EncoderScaffold`s over Model Ga
 transformer.
 """
 
+import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
@@ -128,3 +129,45 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
   discriminator = build_encoder(
       encoder_config, embedding_network, discriminator_blocks, name='discriminator')
   return generator, discriminator
+
+
+class _ProjectionWithZeroBias(tf.Module):
+  """`PackedSequenceEmbedding`'s bias-free projection as `BertEncoderV2`'s biased one.
+
+  BertEncoderV2 adds a bias after the embedding projection; ours has none, which equals a bias
+  of zeros. The zero bias is a constant of the view, saved so that restoring into BertEncoderV2
+  leaves no variable unmatched.
+  """
+
+  def __init__(self, projection):
+    super().__init__(name=None)
+    self.kernel = projection.kernel
+    self.bias = tf.Variable(
+        tf.zeros(projection.kernel.shape[-1:], projection.kernel.dtype), trainable=False,
+        name='embedding_projection_bias')
+
+
+class BertEncoderV2CheckpointView(tf.Module):
+  """The layers of an `EncoderScaffold` from `build_encoder`, named as in `BertEncoderV2`.
+
+  Object-based checkpoints match variables by the attribute path to them. Saving this view under
+  the `encoder` key makes a pretraining checkpoint restorable into Model Garden's `BertEncoderV2`
+  (encoder type `bert_v2`), which every Model Garden fine-tuning task and export tool builds, with
+  no conversion step. The view holds the very same layer objects, so it adds no variables.
+  """
+
+  def __init__(self, encoder):
+    """Wraps `encoder`, an EncoderScaffold over `build_embedding_network` and transformer blocks."""
+    super().__init__(name=None)
+    embedding = encoder.embedding_network
+    # pylint: disable=protected-access
+    self._embedding_layer = embedding.get_layer('word_embeddings')
+    self._position_embedding_layer = embedding.get_layer('position_embedding')
+    self._type_embedding_layer = embedding.get_layer('type_embeddings')
+    self._embedding_norm_layer = embedding.get_layer('embeddings/layer_norm')
+    if any(layer.name == 'embedding_projection' for layer in embedding.layers):
+      self._embedding_projection = _ProjectionWithZeroBias(
+          embedding.get_layer('embedding_projection'))
+    self._transformer_layers = list(encoder.hidden_layers)
+    self._pooler_layer = encoder.pooler_layer
+    # pylint: enable=protected-access

@@ -5,6 +5,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official.nlp.configs import encoders
+
 from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
@@ -111,6 +113,29 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
     got = restored(batch)
     for key in ('mlm_logits', 'replaced_ids', 'rtd_logits', 'mws_logits', 'candidate_ids'):
       self.assertAllClose(expected[key], got[key], msg=key)
+
+  def test_kept_encoder_restores_into_model_garden_bert_v2(self):
+    # Model Garden's trainer saves `checkpoint_items` at the checkpoint root; fine-tuning tasks
+    # restore `encoder` into `encoders.build_encoder(type=bert_v2)` and require a full match.
+    config = testing_utils.tiny_teams_config()
+    model = teams_pretrainer.build_teams_pretrainer(config, seed=6)
+    batch = testing_utils.pretraining_batch()
+    model(batch)
+    path = tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
+        self.get_temp_dir() + '/pretrain')
+    encoder = encoders.build_encoder(
+        encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder))
+    inputs = {k: batch[k] for k in ('input_word_ids', 'input_mask', 'input_type_ids')}
+    encoder(inputs)
+    tf.train.Checkpoint(encoder=encoder).read(path).expect_partial(
+    ).assert_existing_objects_matched()
+    expected = model.discriminator_network(
+        [inputs['input_word_ids'], inputs['input_mask'], inputs['input_type_ids']])
+    got = encoder(inputs)
+    self.assertAllClose(expected['sequence_output'], got['sequence_output'], atol=1e-6)
+    self.assertAllClose(expected['pooled_output'], got['pooled_output'], atol=1e-6)
+    for ours, theirs in zip(expected['encoder_outputs'], got['encoder_outputs']):
+      self.assertAllClose(ours, theirs, atol=1e-6)
 
   def test_mixed_bfloat16(self):
     tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
