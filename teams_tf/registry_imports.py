@@ -3,3 +3,4 @@
 # pylint: disable=unused-import
 from teams_tf.configs import experiments
 from teams_tf.tasks import teams_task
+from teams_tf.configs import finetune_experiments

@@ -1,4 +1,4 @@
-"""Writes `experiments/<name>.yaml`, the YAML mirror of every registered experiment.
+"""Writes `experiments/{pretraining,finetuning}/<name>.yaml`, mirrors of the registered experiments.
 
   python tools/write_experiment_yamls.py [--output_dir=experiments]
 
@@ -23,9 +23,9 @@ _OUTPUT_DIR = flags.DEFINE_string(
 
 
 def main(_):
-  os.makedirs(_OUTPUT_DIR.value, exist_ok=True)
   for name in experiments.experiment_names():
-    path = os.path.join(_OUTPUT_DIR.value, f'{name}.yaml')
+    path = os.path.join(_OUTPUT_DIR.value, experiments.yaml_path(name))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     hyperparams.save_params_dict_to_yaml(exp_factory.get_exp_config(name), path)
     print(f'wrote {os.path.normpath(path)}')
 

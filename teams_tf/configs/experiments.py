@@ -136,3 +136,9 @@ def experiment_names():
   registered = exp_factory._REGISTERED_CONFIGS  # pylint: disable=protected-access
   return sorted(name for name, factory in registered.items()
                 if factory.__module__.startswith('teams_tf.'))
+
+
+def yaml_path(name):
+  """Path of an experiment's YAML mirror under `experiments/`."""
+  kind = 'finetuning' if name.startswith(('glue_', 'squad_')) else 'pretraining'
+  return f'{kind}/{name}.yaml'

@@ -17,7 +17,7 @@ from teams_tf.models import teams_pretrainer
 from tests import testing_utils
 
 _ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
-_YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*.yaml')))
+_YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
 _GIN_FILES = sorted(glob.glob(os.path.join(_ROOT, 'gin_configs', '*.gin')))
 
 
@@ -54,7 +54,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
       params = exp_factory.get_exp_config(name)
       params.validate()
       task = task_factory.get_task(params.task)
-      if name == 'teams_demo':
+      if name.endswith('_demo'):
         task.build_model()  # The paper sizes are too large to build in a unit test.
 
   def test_yaml_mirrors_exist_and_equal_registered_configs(self):
@@ -68,6 +68,8 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
         loaded.override(yaml.safe_load(f), is_strict=True)  # Unknown keys raise.
       self.assertEqual(registered.as_dict(), loaded.as_dict(),
                        f'{path} is stale: run python tools/write_experiment_yamls.py')
+      self.assertEqual(experiments.yaml_path(name), os.path.relpath(
+          path, os.path.join(_ROOT, 'experiments')))
 
   @parameterized.parameters(_GIN_FILES)
   def test_gin_file_parses_and_builds_a_model(self, path):

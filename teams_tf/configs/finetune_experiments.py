@@ -1,0 +1,169 @@
+"""GLUE and SQuAD fine-tuning experiments over this project's pretrained encoders.
+
+Every pretraining objective here keeps a BERT-architecture encoder whose checkpoint entry
+`encoder` restores into Model Garden's `BertEncoderV2`, so fine-tuning is Model Garden's own
+`SentencePredictionTask` / `QuestionAnsweringTask` with `encoder.type: bert_v2`:
+
+  python -m teams_tf.train --experiment=glue_sst2_small --mode=train_and_eval \
+      --model_dir=/tmp/sst2 --params_override=task.init_checkpoint=/tmp/teams_small,...
+
+Hyper-parameters are the TEAMS paper's Table 6 (Appendix C): AdamW with ε 1e-6, β 0.9/0.999, linear
+decay after a warm-up over the first 10% of steps, dropout 0.1; GLUE: batch 32, 5 epochs, learning
+rate 1e-4 (small) / 3e-5 (base, large); SQuAD: learning rate 8e-5 / 5e-5 / 3e-5, batch 48 / 32 / 48
+and 5 / 2 / 2 epochs for small / base / large. `*_demo` experiments fine-tune the `teams_demo`
+encoder (tiny size, embedded sample vocabulary) with the small-size settings.
+"""
+
+import dataclasses
+
+from official.core import config_definitions as cfg
+from official.core import exp_factory
+from official.modeling import optimization
+from official.nlp.configs import encoders
+from official.nlp.data import question_answering_dataloader
+from official.nlp.data import sentence_prediction_dataloader
+from official.nlp.tasks import question_answering
+from official.nlp.tasks import sentence_prediction
+
+from teams_tf.configs import encoders as encoder_sizes
+from teams_tf.data import embedded
+from teams_tf.data import tokenization
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTask:
+  """A GLUE task: label count (1 = regression), Model Garden metric, train set size."""
+  num_classes: int
+  metric_type: str
+  num_train_examples: int
+
+
+# Train sizes of the GLUE train splits (Wang et al., 2019); they set the default step counts.
+GLUE_TASKS = {
+    'cola': GlueTask(2, 'matthews_corrcoef', 8_551),
+    'sst2': GlueTask(2, 'accuracy', 67_349),
+    'mrpc': GlueTask(2, 'accuracy', 3_668),
+    'qqp': GlueTask(2, 'accuracy', 363_846),
+    'mnli': GlueTask(3, 'accuracy', 392_702),
+    'qnli': GlueTask(2, 'accuracy', 104_743),
+    'rte': GlueTask(2, 'accuracy', 2_490),
+    'stsb': GlueTask(1, 'pearson_spearman_corr', 5_749),
+}
+# SQuAD train sets: v1.1 87,599 questions; v2.0 130,319 (Rajpurkar et al., 2016, 2018).
+SQUAD_TRAIN_EXAMPLES = {'v1': 87_599, 'v2': 130_319}
+
+# size: (GLUE lr, SQuAD lr, SQuAD batch, SQuAD epochs), TEAMS Table 6; demo uses small's values.
+_TABLE6 = {
+    'demo': (1e-4, 8e-5, 48, 5),
+    'small': (1e-4, 8e-5, 48, 5),
+    'base': (3e-5, 5e-5, 32, 2),
+    'large': (3e-5, 3e-5, 48, 2),
+}
+_GLUE_BATCH_SIZE = 32
+_GLUE_EPOCHS = 5
+_WARMUP_FRACTION = 0.1
+_BERT_VOCAB_SIZE = 30522
+
+
+def _encoder(size):
+  """bert_v2 encoder config: the paper sizes with BERT's vocabulary, demo = teams_demo's."""
+  if size == 'demo':
+    vocab_size = tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
+    config = encoder_sizes.encoder_config('tiny', vocab_size=vocab_size,
+                                          max_position_embeddings=128)
+  else:
+    config = encoder_sizes.encoder_config(size, vocab_size=_BERT_VOCAB_SIZE)
+  return encoders.EncoderConfig(type='bert_v2', bert_v2=config)
+
+
+def _optimization(learning_rate, train_steps):
+  """Table 6: AdamW ε 1e-6, linear warm-up over 10% of the steps, then linear decay to 0."""
+  return optimization.OptimizationConfig({
+      'optimizer': {
+          'type': 'adamw',
+          'adamw': {
+              'weight_decay_rate': 0.01,
+              'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias'],
+              'beta_1': 0.9,
+              'beta_2': 0.999,
+              'epsilon': 1e-6,
+          },
+      },
+      'learning_rate': {
+          'type': 'polynomial',
+          'polynomial': {
+              'initial_learning_rate': learning_rate,
+              'decay_steps': train_steps,
+              'end_learning_rate': 0.0,
+          },
+      },
+      'warmup': {
+          'type': 'linear',
+          'linear': {'warmup_steps': int(_WARMUP_FRACTION * train_steps)},
+      },
+  })
+
+
+def _trainer(learning_rate, train_steps):
+  return cfg.TrainerConfig(
+      train_steps=train_steps,
+      optimizer_config=_optimization(learning_rate, train_steps),
+      steps_per_loop=min(1000, train_steps), summary_interval=min(1000, train_steps),
+      checkpoint_interval=min(1000, train_steps), validation_interval=min(1000, train_steps),
+      validation_steps=-1, max_to_keep=2)
+
+
+def glue_experiment(task_name, size):
+  """`glue_<task>_<size>`: Model Garden sentence prediction on TFRecords from
+  `official.nlp.data.create_finetuning_data` (see README)."""
+  task = GLUE_TASKS[task_name]
+  learning_rate = _TABLE6[size][0]
+  train_steps = task.num_train_examples * _GLUE_EPOCHS // _GLUE_BATCH_SIZE
+  label_type = 'float' if task.num_classes == 1 else 'int'
+  return cfg.ExperimentConfig(
+      task=sentence_prediction.SentencePredictionConfig(
+          model=sentence_prediction.ModelConfig(
+              encoder=_encoder(size), num_classes=task.num_classes),
+          metric_type=task.metric_type,
+          train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(
+              global_batch_size=_GLUE_BATCH_SIZE, seq_length=128, is_training=True,
+              label_type=label_type),
+          validation_data=sentence_prediction_dataloader.SentencePredictionDataConfig(
+              global_batch_size=_GLUE_BATCH_SIZE, seq_length=128, is_training=False,
+              drop_remainder=False, label_type=label_type)),
+      trainer=_trainer(learning_rate, train_steps),
+      restrictions=['task.train_data.is_training != None',
+                    'task.validation_data.is_training != None'])
+
+
+def squad_experiment(version, size):
+  """`squad_<v1|v2>_<size>`: Model Garden question answering, scored with the official
+  SQuAD v1.1 / v2.0 EM and F1 scripts on `task.validation_data.input_path` (the dev JSON)."""
+  learning_rate, batch_size, epochs = _TABLE6[size][1:]
+  seq_length = 128 if size == 'demo' else 384
+  train_steps = SQUAD_TRAIN_EXAMPLES[version] * epochs // batch_size
+  with_negative = version == 'v2'
+  return cfg.ExperimentConfig(
+      task=question_answering.QuestionAnsweringConfig(
+          model=question_answering.ModelConfig(encoder=_encoder(size)),
+          train_data=question_answering_dataloader.QADataConfig(
+              global_batch_size=batch_size, seq_length=seq_length, is_training=True,
+              version_2_with_negative=with_negative),
+          validation_data=question_answering_dataloader.QADataConfig(
+              global_batch_size=batch_size, seq_length=seq_length, is_training=False,
+              drop_remainder=False, version_2_with_negative=with_negative,
+              doc_stride=seq_length // 3, query_length=seq_length // 6)),
+      trainer=_trainer(learning_rate, train_steps),
+      restrictions=['task.train_data.is_training != None',
+                    'task.validation_data.is_training != None'])
+
+
+def _register(name, factory, *args):
+  exp_factory.register_config_factory(name)(lambda: factory(*args))
+
+
+for _size in _TABLE6:
+  for _task_name in GLUE_TASKS:
+    _register(f'glue_{_task_name}_{_size}', glue_experiment, _task_name, _size)
+  for _version in SQUAD_TRAIN_EXAMPLES:
+    _register(f'squad_{_version}_{_size}', squad_experiment, _version, _size)
