@@ -1,0 +1,180 @@
+"""Learns a WordPiece vocabulary with tensorflow-text's learner: `tools/build_vocab.py`'s library.
+
+This is `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset` split into its two steps so
+the tool can report progress while counting: words are split with tensorflow-text's
+`BasicTokenizer` (the first stage of the `BertTokenizer` that `tokenization.build_tokenizer` builds)
+and counted in reading order (`WordCounter`), then `wordpiece_tokenizer_learner_lib.learn` picks the
+word pieces (`learn_vocabulary`). With the same lines and parameters the result is the same list of
+tokens as `bert_vocab_from_dataset`'s.
+"""
+
+import collections
+import itertools
+from typing import Iterable, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.python.ops import bert_tokenizer
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+from teams_tf.data import corpus
+from teams_tf.data import progress
+from teams_tf.data import tokenization
+
+# The reserved tokens, in this order, take ids 0-4.
+RESERVED_TOKENS = tokenization.SPECIAL_TOKENS
+# tensorflow-text's `learn` default: the lowest word-piece count its threshold search may try.
+DEFAULT_MIN_COUNT = 10
+# Lines per tokenizer call; only throughput depends on it, never the counts.
+_LINES_PER_BATCH = 1024
+
+
+class WordCounter:
+  """Counts the words of lines as the BERT tokenizer splits them, in first-seen order."""
+
+  def __init__(self, lower_case: bool):
+    """Builds the word splitter.
+
+    Args:
+      lower_case: lowercase, NFD-normalize and strip accents, as `BertTokenizer(lower_case=True)`.
+    """
+    splitter = bert_tokenizer.BasicTokenizer(lower_case=lower_case)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def split(lines):
+      return splitter.tokenize(lines).flat_values  # [num_words] in reading order
+
+    self._split = split
+    # Keyed by UTF-8 bytes, as `learner.count_words` counts, so the insertion order matches it.
+    self._counts = collections.Counter()
+    self.num_lines = 0
+    self.num_words = 0
+
+  def add(self, lines: list[str]) -> None:
+    """Counts the words of `lines` (a batch; one tokenizer call)."""
+    if not lines:
+      return
+    words = self._split(tf.constant(lines)).numpy()
+    self._counts.update(words)
+    self.num_lines += len(lines)
+    self.num_words += len(words)
+
+  def counts(self) -> dict[str, int]:
+    """Word -> count, in first-seen order."""
+    return {word.decode('utf-8'): count for word, count in self._counts.items()}
+
+
+def count_words(source: corpus.CorpusSource, stats: corpus.CorpusStats, lower_case: bool,
+                max_lines: Optional[int] = None) -> WordCounter:
+  """Counts the words of every non-blank line of `source`, logging progress and input problems.
+
+  Args:
+    source: text files (each non-blank line is text; documents do not matter) or TFDS.
+    stats: updated in place; its messages are logged as warnings and cleared.
+    lower_case: as in `WordCounter`.
+    max_lines: stop after this many non-blank lines (None: all).
+
+  Returns:
+    The counter, with `num_lines` and `num_words` of what was read.
+  """
+  counter = WordCounter(lower_case=lower_case)
+  total_bytes = sum(tf.io.gfile.stat(path).length for path in source.files())
+  meter = progress.ProgressMeter()
+
+  def log_progress():
+    fractions = [stats.bytes / total_bytes] if total_bytes else []
+    if max_lines:
+      fractions.append(counter.num_lines / max_lines)
+    logging.info('lines %s (%s lines/s), %s, words %s, %s', f'{counter.num_lines:,}',
+                 f'{meter.rate(counter.num_lines):,.0f}', progress.format_bytes(stats.bytes),
+                 f'{counter.num_words:,}', meter.timing(max(fractions) if fractions else None))
+
+  def log_messages():
+    for message in stats.messages:
+      logging.warning('%s', message)
+    stats.messages.clear()
+
+  def lines():
+    for document in source.read_documents(stats):
+      log_messages()
+      yield from document.paragraphs
+
+  batch = []
+  for line in itertools.islice(lines(), max_lines):  # max_lines None: every line.
+    batch.append(line)
+    if len(batch) == _LINES_PER_BATCH:
+      counter.add(batch)
+      batch = []
+      if meter.due():
+        log_progress()
+  counter.add(batch)
+  log_messages()  # Problems of files that gave no document.
+  log_progress()
+  return counter
+
+
+def learn_vocabulary(word_counts: dict[str, int], vocab_size: int,
+                     min_count: int = DEFAULT_MIN_COUNT) -> list[str]:
+  """Runs tensorflow-text's WordPiece learner.
+
+  The learner binary-searches a minimum word-piece count between `min_count` and the largest word
+  count for a vocabulary of at most `vocab_size` tokens (within 5% below it); on a small corpus the
+  search can end below `vocab_size` at `min_count` (see teams_tf/data/sample/SOURCE.md).
+
+  Args:
+    word_counts: from `WordCounter.counts`.
+    vocab_size: the target size, reserved tokens included.
+    min_count: the learner's `lower_thresh`.
+
+  Returns:
+    The tokens in id order: `RESERVED_TOKENS`, the single characters of the words it kept (words
+    of the 1,000 most frequent characters, at most 50 characters long), then the learned pieces.
+
+  Raises:
+    ValueError: no words, or a target size or minimum count out of range.
+  """
+  if not word_counts:
+    raise ValueError('no words to learn a vocabulary from: the input has no non-blank line.')
+  if vocab_size <= len(RESERVED_TOKENS):
+    raise ValueError(f'vocab_size={vocab_size} must exceed the {len(RESERVED_TOKENS)} reserved tokens.')
+  if min_count < 1:
+    raise ValueError(f'min_count={min_count} must be >= 1.')
+  return learner.learn(word_counts, vocab_size, list(RESERVED_TOKENS), lower_thresh=min_count)
+
+
+def write_vocabulary(tokens: list[str], path: str) -> None:
+  """Writes one token per line to `path.incomplete`, then renames it to `path`."""
+  temporary = path + '.incomplete'
+  with tf.io.gfile.GFile(temporary, 'w') as f:
+    f.write(''.join(token + '\n' for token in tokens))
+  tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def unknown_token_counts(word_counts: dict[str, int], tokens: Iterable[str]) -> tuple[int, int]:
+  """Counts WordPiece tokens and [UNK]s the BERT tokenizer would produce on the counted text.
+
+  Exact for the counted lines: it applies the tokenizer's WordPiece stage (same defaults as
+  `BertTokenizer`) to every distinct word and weights by the word's count.
+
+  Args:
+    word_counts: from `WordCounter.counts`.
+    tokens: the vocabulary, in id order.
+
+  Returns:
+    (number of WordPiece tokens, number of them that are [UNK]).
+  """
+  tokens = list(tokens)
+  table = tf.lookup.StaticVocabularyTable(
+      tf.lookup.KeyValueTensorInitializer(tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)),
+      num_oov_buckets=1)
+  wordpiece = tf_text.WordpieceTokenizer(table, token_out_type=tf.int64,
+                                         unknown_token=tokenization.UNK_TOKEN)
+  words = list(word_counts)
+  counts = np.array([word_counts[w] for w in words], np.int64)
+  pieces = wordpiece.tokenize(tf.constant(words, tf.string))  # [num_distinct_words, pieces]
+  num_pieces = pieces.row_lengths().numpy()
+  is_unk = tf.reduce_any(tf.equal(pieces, tokens.index(tokenization.UNK_TOKEN)), axis=1).numpy()
+  # A word WordPiece cannot spell is exactly one [UNK].
+  return int(np.sum(counts * num_pieces)), int(np.sum(counts[is_unk]))

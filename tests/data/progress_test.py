@@ -1,0 +1,47 @@
+"""Tests for teams_tf.data.progress: durations, throttling, rates and ETA with a fake clock."""
+
+import tensorflow as tf
+
+from teams_tf.data import progress
+
+
+class _Clock:
+
+  def __init__(self):
+    self.now = 100.0
+
+  def __call__(self):
+    return self.now
+
+
+class ProgressTest(tf.test.TestCase):
+
+  def test_format_duration_and_bytes(self):
+    self.assertEqual(progress.format_duration(0), '0:00:00')
+    self.assertEqual(progress.format_duration(3 * 3600 + 7 * 60 + 5.4), '3:07:05')
+    self.assertEqual(progress.format_bytes(51_022_155), '51.0 MB')
+
+  def test_due_at_most_once_per_interval(self):
+    clock = _Clock()
+    meter = progress.ProgressMeter(interval_seconds=5, clock=clock)
+    self.assertFalse(meter.due())
+    clock.now += 5
+    self.assertTrue(meter.due())
+    clock.now += 4
+    self.assertFalse(meter.due())
+    clock.now += 1
+    self.assertTrue(meter.due())
+
+  def test_rate_and_eta(self):
+    clock = _Clock()
+    meter = progress.ProgressMeter(clock=clock)
+    self.assertEqual(meter.rate(10), 0.0)
+    clock.now += 20
+    self.assertEqual(meter.rate(10), 0.5)
+    self.assertEqual(meter.timing(), 'elapsed 0:00:20')
+    self.assertEqual(meter.timing(0.25), 'elapsed 0:00:20, ETA 0:01:00')
+    self.assertEqual(meter.timing(0.0), 'elapsed 0:00:20')  # Nothing done yet: no estimate.
+
+
+if __name__ == '__main__':
+  tf.test.main()
