@@ -22,7 +22,14 @@ setuptools.setup(
         'tensorflow-datasets>=4.9',
         'gin-config>=0.5',
         'absl-py>=1.4',
+        # tensorflow-hub, which Model Garden's NLP tasks import, still needs pkg_resources, gone
+        # from setuptools 81 on (torch in the `hf` extra would otherwise pull the newest).
+        'setuptools<81',
     ],
-    extras_require={'test': ['pytest>=8', 'pytest-xdist>=3']},
+    extras_require={
+        # Hugging Face export (tools/convert_to_hf.py); torch 2.13 has a CPU build on PyPI.
+        'hf': ['torch==2.13.0', 'transformers>=4.40'],
+        'test': ['pytest>=8', 'pytest-xdist>=3', 'torch==2.13.0', 'transformers>=4.40'],
+    },
     entry_points={'console_scripts': ['teams-train=teams_tf.train:run']},
 )

@@ -1,0 +1,361 @@
+"""Training checkpoint -> SavedModel for the kept encoder and for fine-tuned heads.
+
+Three kinds, each read from a training `model_dir` (its `params.yaml` and a checkpoint):
+- `encoder`: the kept encoder of a pretraining run (checkpoint item `encoder`, laid out as Model
+  Garden's `BertEncoderV2`) with the TF Hub text-encoder interface, and the matching TF Hub
+  preprocessing model, both written by Model Garden's `export_tfhub_lib`.
+- `classifier`: a Model Garden `SentencePredictionTask` run, served from raw text by
+  `export_modules.TextClassifier`.
+- `squad`: a Model Garden `QuestionAnsweringTask` run, served from a raw question and context by
+  `export_modules.TextQuestionAnswering`.
+Each setting comes from its flag if given, else from the run's `params.yaml`, else from the
+`params.yaml` of the pretraining run named by `task.init_checkpoint` (where GLUE runs on TFRecords
+keep the vocabulary and its casing).
+"""
+
+import dataclasses
+import os
+import tempfile
+from typing import List, Optional, Sequence
+
+from absl import logging
+import tensorflow as tf
+
+from official.core import export_base
+from official.modeling import hyperparams
+from official.nlp.configs import encoders
+from official.nlp.tasks import question_answering
+from official.nlp.tasks import sentence_prediction
+from official.nlp.tools import export_tfhub_lib
+
+from teams_tf.data import tokenization
+from teams_tf.serving import export_modules
+
+KINDS = ('encoder', 'classifier', 'squad')
+# Signature names: raw text in the default signature, Model Garden's token-id signature beside it.
+TEXT_SIGNATURE = 'serving_default'
+TOKEN_IDS_SIGNATURE = 'serve_token_ids'
+_FUNCTION_KEYS = {'serve_text': TEXT_SIGNATURE, 'serve': TOKEN_IDS_SIGNATURE}
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedModel:
+  """One written SavedModel.
+
+  Attributes:
+    path: its directory.
+    checkpoint_path: the checkpoint its weights come from.
+    usage: how to call it (signatures, inputs and outputs), for people reading the CLI output.
+  """
+  path: str
+  checkpoint_path: str
+  usage: str
+
+
+def _check_fits_encoder(encoder_config, vocab_file, seq_length):
+  """Validates the vocabulary and T against the encoder; returns the loaded `Vocabulary`."""
+  bert_config = encoder_config.get()
+  vocab = tokenization.load_vocabulary(vocab_file)
+  if vocab.size != bert_config.vocab_size:
+    raise ValueError(f'Vocabulary {vocab.path} has {vocab.size} tokens but the encoder has '
+                     f'vocab_size={bert_config.vocab_size}; pass the --vocab_file the encoder was '
+                     'pretrained with.')
+  if seq_length > bert_config.max_position_embeddings:
+    raise ValueError(f'seq_length={seq_length} exceeds the encoder\'s max_position_embeddings='
+                     f'{bert_config.max_position_embeddings}; pass a smaller --seq_length.')
+  return vocab
+
+
+def _restore(checkpoint_path, what, **items):
+  """Reads `items` (checkpoint root name -> object) and requires every object to be found."""
+  try:
+    tf.train.Checkpoint(**items).read(checkpoint_path).expect_partial(
+    ).assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise ValueError(f'Checkpoint {checkpoint_path} does not hold {what} described by params.yaml '
+                     f'(wrong --kind or --model_dir?): {" ".join(str(e).split())[:1000]}') from e
+
+
+def export_encoder(export_dir: str, *, encoder_config: encoders.EncoderConfig,
+                   checkpoint_path: str, vocab_file: str, lower_case: bool,
+                   seq_length: int) -> List[ExportedModel]:
+  """Writes the TF Hub encoder to `export_dir/encoder`, its preprocessor to `.../preprocessing`.
+
+  Args:
+    export_dir: output directory.
+    encoder_config: the pretrained encoder, e.g. type `bert_v2` for this project's runs.
+    checkpoint_path: a checkpoint whose root item `encoder` holds that encoder.
+    vocab_file: its WordPiece vocabulary (or `sample:vocab`); copied into the preprocessor.
+    lower_case: whether the vocabulary is uncased.
+    seq_length: T, the preprocessor's default packed length.
+
+  Returns:
+    The two `ExportedModel`s, encoder first.
+  """
+  vocab = _check_fits_encoder(encoder_config, vocab_file, seq_length)
+  encoder = encoders.build_encoder(encoder_config)
+  dummy = tf.ones([1, 1], tf.int32)
+  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
+  _restore(checkpoint_path, 'an encoder', encoder=encoder)
+  encoder_dir = os.path.join(export_dir, 'encoder')
+  preprocessing_dir = os.path.join(export_dir, 'preprocessing')
+  with tempfile.TemporaryDirectory() as tmp:
+    # export_model also restores the checkpoint root `model` into the encoder (for legacy BERT
+    # checkpoints); in a pretraining checkpoint that is the whole pretrainer, so give it an
+    # encoder-only copy.
+    encoder_only = tf.train.Checkpoint(encoder=encoder).save(os.path.join(tmp, 'encoder'))
+    export_tfhub_lib.export_model(
+        encoder_dir, encoder_config=encoder_config, model_checkpoint_path=encoder_only,
+        with_mlm=False, vocab_file=vocab.path, do_lower_case=lower_case)
+  export_tfhub_lib.export_preprocessing(
+      preprocessing_dir, vocab_file=vocab.path, do_lower_case=lower_case,
+      tokenize_with_offsets=False, default_seq_length=seq_length)
+  return [
+      ExportedModel(
+          encoder_dir, checkpoint_path,
+          'TF Hub encoder: obj(dict(input_word_ids=, input_mask=, input_type_ids=)) with int32 '
+          '[B, T] -> sequence_output [B, T, H], pooled_output (= default) [B, H], '
+          'encoder_outputs (one [B, T, H] per layer)'),
+      ExportedModel(
+          preprocessing_dir, checkpoint_path,
+          f'TF Hub preprocessor: obj([B] strings) -> encoder inputs of T={seq_length}; two '
+          'segments: obj.bert_pack_inputs([obj.tokenize(a), obj.tokenize(b)], seq_length=T)'),
+  ]
+
+
+def export_classifier(export_dir: str, *, model_config: sentence_prediction.ModelConfig,
+                      checkpoint_path: str, vocab_file: str, lower_case: bool, seq_length: int,
+                      text_fields: Sequence[str]) -> List[ExportedModel]:
+  """Writes a SentencePredictionTask model served from raw text to `export_dir`.
+
+  Args:
+    export_dir: output directory.
+    model_config: the fine-tuning run's `task.model`.
+    checkpoint_path: a checkpoint whose root item `model` is the task model (Model Garden's trainer
+      layout).
+    vocab_file, lower_case: the encoder's WordPiece vocabulary (or `sample:vocab`) and casing.
+    seq_length: T, the packed length.
+    text_fields: one or two segment names, the inputs of the default signature.
+
+  Returns:
+    A one-element list with the `ExportedModel`.
+  """
+  _check_fits_encoder(model_config.encoder, vocab_file, seq_length)
+  task = sentence_prediction.SentencePredictionTask(
+      sentence_prediction.SentencePredictionConfig(model=model_config))
+  model = task.build_model()
+  module = export_modules.TextClassifier(
+      model, num_classes=model_config.num_classes, text_fields=text_fields,
+      vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length)
+  _restore(checkpoint_path, 'a sentence-prediction model', model=model)
+  export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
+  outputs = ('score [B] float32' if model_config.num_classes == 1 else
+             'label [B] int32, probabilities [B, C], logits [B, C] float32')
+  inputs = ', '.join(f'{name}=[B] string' for name in text_fields)
+  return [ExportedModel(
+      export_dir, checkpoint_path, f'signatures {TEXT_SIGNATURE}({inputs}) -> {outputs}; '
+      f'{TOKEN_IDS_SIGNATURE}(input_word_ids, input_mask, input_type_ids: int32 [B, T]) -> '
+      'outputs [B, C] logits')]
+
+
+def export_squad(export_dir: str, *, model_config: question_answering.ModelConfig,
+                 checkpoint_path: str, vocab_file: str, lower_case: bool, seq_length: int,
+                 max_query_length: int, max_answer_length: int, version_2_with_negative: bool,
+                 null_score_diff_threshold: float) -> List[ExportedModel]:
+  """Writes a QuestionAnsweringTask model served from raw question and context to `export_dir`.
+
+  Args:
+    export_dir: output directory.
+    model_config: the fine-tuning run's `task.model`.
+    checkpoint_path: a checkpoint whose root item `model` is the task model.
+    vocab_file, lower_case: the encoder's WordPiece vocabulary (or `sample:vocab`) and casing.
+    seq_length: T, the packed length; longer contexts are truncated.
+    max_query_length, max_answer_length, version_2_with_negative, null_score_diff_threshold: see
+      `export_modules.TextQuestionAnswering`.
+
+  Returns:
+    A one-element list with the `ExportedModel`.
+  """
+  _check_fits_encoder(model_config.encoder, vocab_file, seq_length)
+  # validation_data=None: the task would otherwise preprocess SQuAD eval files at construction.
+  task = question_answering.QuestionAnsweringTask(question_answering.QuestionAnsweringConfig(
+      model=model_config, validation_data=None))
+  model = task.build_model()
+  module = export_modules.TextQuestionAnswering(
+      model, vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length,
+      max_query_length=max_query_length, max_answer_length=max_answer_length,
+      version_2_with_negative=version_2_with_negative,
+      null_score_diff_threshold=null_score_diff_threshold)
+  _restore(checkpoint_path, 'a question-answering model', model=model)
+  export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
+  return [ExportedModel(
+      export_dir, checkpoint_path,
+      f'signatures {TEXT_SIGNATURE}(question=[B] string, context=[B] string) -> answer_text '
+      '[B] string, answer_start/answer_end [B] int32 character offsets, '
+      'start_position/end_position [B] int32 token positions, score [B], '
+      f'start_logits/end_logits [B, T]; {TOKEN_IDS_SIGNATURE}(input_word_ids, input_mask, '
+      'input_type_ids: int32 [B, T]) -> start_logits, end_logits [B, T]; contexts longer than '
+      'the window are truncated')]
+
+
+class _RunSettings:
+  """Export settings: a flag if given, else the run's params.yaml, else its pretraining run's."""
+
+  def __init__(self, model_dir):
+    self.params = self._read(os.path.join(model_dir, 'params.yaml'), '--model_dir')
+    self._sources = [(os.path.join(model_dir, 'params.yaml'), self.params)]
+    init_checkpoint = self.params.get('task', {}).get('init_checkpoint')
+    if init_checkpoint:
+      pretrain_dir = (init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else
+                      os.path.dirname(init_checkpoint))
+      path = os.path.join(pretrain_dir, 'params.yaml')
+      if tf.io.gfile.exists(path):
+        self._sources.append((path, self._read(path, 'task.init_checkpoint')))
+
+  @staticmethod
+  def _read(path, origin):
+    if not tf.io.gfile.exists(path):
+      raise ValueError(f'{path} does not exist; {origin} must be a training model_dir (train.py '
+                       'writes params.yaml there).')
+    return hyperparams.read_yaml_to_params_dict(path).as_dict()
+
+  def get(self, flag_name, flag_value, *keys, default=None):
+    """Returns `flag_value`, else the first set dotted key of the params files, else `default`."""
+    if flag_value is not None:
+      return flag_value
+    for path, params in self._sources:
+      for key in keys:
+        value = params
+        for part in key.split('.'):
+          value = value.get(part) if isinstance(value, dict) else None
+        if value not in (None, ''):
+          logging.info('%s=%r from %s (%s)', flag_name, value, path, key)
+          return value
+    if default is not None:
+      return default
+    raise ValueError(f'Pass --{flag_name}: it is not set by {" or ".join(keys)} in '
+                     f'{" or ".join(path for path, _ in self._sources)}.')
+
+
+def _parse_config(config, values, path):
+  """Overrides a Model Garden config with the `task.model` dict of params.yaml."""
+  try:
+    config.override(values, is_strict=True)
+  except (KeyError, ValueError, TypeError, AttributeError) as e:
+    raise ValueError(f'task.model in {path} is not a {type(config).__module__}.'
+                     f'{type(config).__name__} (wrong --kind?): {e}') from e
+  return config
+
+
+def _encoder_config(model_values, params_path):
+  """The kept encoder's `EncoderConfig` from the `task.model` dict of a pretraining params.yaml."""
+  encoder_values = model_values.get('encoder') or {}
+  if 'type' in encoder_values:  # A Model Garden EncoderConfig (oneof), e.g. from BERT runs.
+    return _parse_config(encoders.EncoderConfig(), encoder_values, params_path)
+  # This project's pretrainers keep a BertEncoderConfig, saved as BertEncoderV2.
+  return encoders.EncoderConfig(type='bert_v2', bert_v2=_parse_config(
+      encoders.BertEncoderConfig(), encoder_values, params_path))
+
+
+def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = None,
+                               vocab_file: Optional[str] = None,
+                               lower_case: Optional[bool] = None):
+  """Builds the kept encoder of a pretraining run and restores its weights.
+
+  Args:
+    model_dir: the pretraining model_dir (params.yaml and checkpoints).
+    checkpoint_path: a checkpoint; default the latest one in `model_dir`.
+    vocab_file: default `task.train_data.vocab_file`.
+    lower_case: default `task.train_data.lower_case`.
+
+  Returns:
+    (encoder, encoder_config, vocab, lower_case): a restored Model Garden encoder, its
+    `EncoderConfig`, the loaded `Vocabulary` and the casing.
+
+  Raises:
+    ValueError: a missing file or setting, or a checkpoint that does not match.
+  """
+  settings = _RunSettings(model_dir)
+  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  if not checkpoint_path:
+    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
+  params_path = os.path.join(model_dir, 'params.yaml')
+  encoder_config = _encoder_config(
+      settings.params.get('task', {}).get('model') or {}, params_path)
+  vocab = _check_fits_encoder(
+      encoder_config, settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'), 1)
+  encoder = encoders.build_encoder(encoder_config)
+  dummy = tf.ones([1, 1], tf.int32)
+  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
+  _restore(checkpoint_path, 'an encoder', encoder=encoder)
+  lower_case = settings.get('lower_case', lower_case, 'task.train_data.lower_case')
+  return encoder, encoder_config, vocab, lower_case
+
+
+def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
+                          checkpoint_path: Optional[str] = None,
+                          vocab_file: Optional[str] = None,
+                          lower_case: Optional[bool] = None,
+                          seq_length: Optional[int] = None,
+                          text_fields: Optional[Sequence[str]] = None,
+                          max_query_length: Optional[int] = None,
+                          max_answer_length: Optional[int] = None) -> List[ExportedModel]:
+  """Exports the `kind` of model trained in `model_dir`; arguments left None come from params.yaml.
+
+  Args:
+    kind: one of `KINDS`.
+    model_dir: the training model_dir (params.yaml and checkpoints).
+    export_dir: output directory.
+    checkpoint_path: a checkpoint; default the latest one in `model_dir`.
+    vocab_file: default `task.train_data.vocab_file`.
+    lower_case: default `task.train_data.lower_case` (`do_lower_case` for SQuAD).
+    seq_length: default `task.train_data.seq_length`.
+    text_fields: classifier only; default `task.train_data.text_fields` (raw-text GLUE data).
+    max_query_length: squad only; default `task.validation_data.query_length`.
+    max_answer_length: squad only; default `task.max_answer_length`.
+
+  Returns:
+    The written `ExportedModel`s.
+
+  Raises:
+    ValueError: an unknown kind, a missing file or setting, or a checkpoint that does not match.
+  """
+  if kind not in KINDS:
+    raise ValueError(f'Unknown kind {kind!r}; valid kinds are {", ".join(KINDS)}.')
+  settings = _RunSettings(model_dir)
+  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  if not checkpoint_path:
+    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
+  common = dict(
+      checkpoint_path=checkpoint_path,
+      vocab_file=settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'),
+      lower_case=settings.get('lower_case', lower_case, 'task.train_data.lower_case',
+                              'task.train_data.do_lower_case'),
+      seq_length=settings.get('seq_length', seq_length, 'task.train_data.seq_length'))
+  params_path = os.path.join(model_dir, 'params.yaml')
+  model_values = settings.params.get('task', {}).get('model')
+  if not model_values:
+    raise ValueError(f'{params_path} has no task.model; --model_dir must be a training model_dir.')
+  if kind == 'encoder':
+    return export_encoder(
+        export_dir, encoder_config=_encoder_config(model_values, params_path), **common)
+  if kind == 'classifier':
+    return export_classifier(
+        export_dir, model_config=_parse_config(
+            sentence_prediction.ModelConfig(), model_values, params_path),
+        text_fields=settings.get('text_fields', text_fields, 'task.train_data.text_fields'),
+        **common)
+  return export_squad(
+      export_dir, model_config=_parse_config(
+          question_answering.ModelConfig(), model_values, params_path),
+      max_query_length=settings.get('max_query_length', max_query_length,
+                                    'task.validation_data.query_length',
+                                    'task.train_data.query_length'),
+      max_answer_length=settings.get('max_answer_length', max_answer_length,
+                                     'task.max_answer_length'),
+      version_2_with_negative=settings.get('version_2_with_negative', None,
+                                           'task.train_data.version_2_with_negative',
+                                           default=False),
+      null_score_diff_threshold=settings.get('null_score_diff_threshold', None,
+                                             'task.null_score_diff_threshold', default=0.0),
+      **common)

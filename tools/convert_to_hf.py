@@ -1,0 +1,45 @@
+r"""Writes the kept encoder of a pretraining run as a Hugging Face ELECTRA checkpoint.
+
+  pip install -e '.[hf]'
+  python tools/convert_to_hf.py --model_dir=/tmp/teams_demo --output_dir=/tmp/teams_demo_hf
+
+  from transformers import AutoModel, AutoTokenizer
+  model = AutoModel.from_pretrained('/tmp/teams_demo_hf')       # transformers.ElectraModel
+  tokenizer = AutoTokenizer.from_pretrained('/tmp/teams_demo_hf')
+
+Works for every objective of this project (the kept encoder is always BERT/ELECTRA-shaped);
+`teams_tf.serving.hf_conversion` documents the mapping.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+
+from teams_tf.serving import export_savedmodel
+from teams_tf.serving import hf_conversion
+
+_MODEL_DIR = flags.DEFINE_string(
+    'model_dir', None, 'Pretraining model_dir holding params.yaml and the checkpoints.')
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Directory for the Hugging Face files.')
+_CHECKPOINT_PATH = flags.DEFINE_string(
+    'checkpoint_path', None, 'Checkpoint to convert; default: the latest in --model_dir.')
+_VOCAB_FILE = flags.DEFINE_string(
+    'vocab_file', None, 'WordPiece vocabulary; default: task.train_data.vocab_file.')
+
+
+def main(_):
+  try:
+    encoder, encoder_config, vocab, lower_case = export_savedmodel.restore_pretrained_encoder(
+        _MODEL_DIR.value, _CHECKPOINT_PATH.value, _VOCAB_FILE.value)
+    hf_conversion.export_to_hf(encoder, encoder_config.get(), vocab.path, lower_case,
+                               vocab.pad_id, _OUTPUT_DIR.value)
+  except ValueError as e:
+    sys.exit(f'error: {e}')
+  print(f'wrote {_OUTPUT_DIR.value} (transformers.ElectraModel, vocab.txt, tokenizer files) '
+        f'from {_MODEL_DIR.value}')
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['model_dir', 'output_dir'])
+  app.run(main)
