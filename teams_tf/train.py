@@ -15,6 +15,7 @@ from absl import app
 from absl import flags
 from absl import logging
 import gin
+import tensorflow as tf
 
 from official.common import distribute_utils
 from official.common import flags as tfm_flags
@@ -54,7 +55,9 @@ def _parse_params():
           f'{", ".join(experiments.experiment_names())}')
   try:
     return train_utils.parse_configuration(FLAGS)
-  except (KeyError, ValueError, AttributeError, TypeError) as e:
+  # Model Garden reads a --params_override it cannot parse as key=value pairs as a YAML path,
+  # hence NotFoundError (e.g. for an unquoted glob with brackets).
+  except (KeyError, ValueError, AttributeError, TypeError, tf.errors.NotFoundError) as e:
     _fail(f'bad --config_file/--params_override for {FLAGS.experiment!r}: '
           f'{" ".join(str(e).split())}')
 

@@ -63,6 +63,11 @@ class TrainTest(tf.test.TestCase):
                     '--params_override=task.model.num_negativs=3')
     self._assert_one_line_error(result, 'num_negativs')
 
+  def test_unparsable_override(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
+                    '--params_override=task.train_data.input_path=/data/shard-[0-6].tfrecord')
+    self._assert_one_line_error(result, 'bad --config_file/--params_override')
+
   def test_bad_gin_binding(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
                     '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0')
