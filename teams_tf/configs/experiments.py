@@ -9,10 +9,10 @@ experiment builds and starts anywhere; point `task.train_data.input_path` (and
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
-from official.modeling import optimization
 
 from teams_tf.configs import encoders
 from teams_tf.configs import models
+from teams_tf.configs import optimization
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
@@ -25,39 +25,6 @@ _TABLE5_OPTIMIZATION = {
     'large': (2e-4, 2048, 1_760_000),
 }
 _TABLE5_WARMUP_STEPS = 10_000
-
-
-def _optimization(learning_rate, train_steps, warmup_steps):
-  """AdamW (β 0.9/0.999, ε 1e-6, weight decay 0.01), linear warmup then linear decay to 0.
-
-  Table 5 values. Gradients are clipped to global norm 1.0, as in BERT and ELECTRA (Model
-  Garden's AdamW default); the TEAMS paper does not mention clipping.
-  """
-  return optimization.OptimizationConfig({
-      'optimizer': {
-          'type': 'adamw',
-          'adamw': {
-              'weight_decay_rate': 0.01,
-              'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias'],
-              'beta_1': 0.9,
-              'beta_2': 0.999,
-              'epsilon': 1e-6,
-          },
-      },
-      'learning_rate': {
-          'type': 'polynomial',
-          'polynomial': {
-              'initial_learning_rate': learning_rate,
-              'decay_steps': train_steps,
-              'end_learning_rate': 0.0,
-              'power': 1.0,
-          },
-      },
-      'warmup': {
-          'type': 'linear',
-          'linear': {'warmup_steps': warmup_steps},
-      },
-  })
 
 
 def _data(input_path, is_training, seq_length, batch_size):
@@ -81,7 +48,8 @@ def _experiment(encoder, learning_rate, batch_size, train_steps, warmup_steps, s
           validation_data=_data('sample:valid', False, seq_length, eval_batch_size)),
       trainer=cfg.TrainerConfig(
           train_steps=train_steps,
-          optimizer_config=_optimization(learning_rate, train_steps, warmup_steps),
+          optimizer_config=optimization.adamw_linear_decay(
+              learning_rate, train_steps, warmup_steps),
           **trainer_overrides),
       restrictions=[
           'task.train_data.is_training != None',

@@ -18,7 +18,6 @@ import dataclasses
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
-from official.modeling import optimization
 from official.nlp.configs import encoders
 from official.nlp.data import question_answering_dataloader
 from official.nlp.data import sentence_prediction_dataloader
@@ -26,6 +25,7 @@ from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 
 from teams_tf.configs import encoders as encoder_sizes
+from teams_tf.configs import optimization
 from teams_tf.data import embedded
 from teams_tf.data import tokenization
 
@@ -76,38 +76,11 @@ def _encoder(size):
   return encoders.EncoderConfig(type='bert_v2', bert_v2=config)
 
 
-def _optimization(learning_rate, train_steps):
-  """Table 6: AdamW ε 1e-6, linear warm-up over 10% of the steps, then linear decay to 0."""
-  return optimization.OptimizationConfig({
-      'optimizer': {
-          'type': 'adamw',
-          'adamw': {
-              'weight_decay_rate': 0.01,
-              'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias'],
-              'beta_1': 0.9,
-              'beta_2': 0.999,
-              'epsilon': 1e-6,
-          },
-      },
-      'learning_rate': {
-          'type': 'polynomial',
-          'polynomial': {
-              'initial_learning_rate': learning_rate,
-              'decay_steps': train_steps,
-              'end_learning_rate': 0.0,
-          },
-      },
-      'warmup': {
-          'type': 'linear',
-          'linear': {'warmup_steps': int(_WARMUP_FRACTION * train_steps)},
-      },
-  })
-
-
 def _trainer(learning_rate, train_steps):
   return cfg.TrainerConfig(
       train_steps=train_steps,
-      optimizer_config=_optimization(learning_rate, train_steps),
+      optimizer_config=optimization.adamw_linear_decay(
+          learning_rate, train_steps, int(_WARMUP_FRACTION * train_steps)),
       steps_per_loop=min(1000, train_steps), summary_interval=min(1000, train_steps),
       checkpoint_interval=min(1000, train_steps), validation_interval=min(1000, train_steps),
       validation_steps=-1, max_to_keep=2)
