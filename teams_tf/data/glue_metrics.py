@@ -1,0 +1,126 @@
+"""GLUE dev-set metrics as reported by the TEAMS paper, from predictions and labels.
+
+TEAMS (Table 2, following ELECTRA) reports Matthews correlation for CoLA, Spearman correlation for
+STS-B and accuracy for every other task; its GLUE score is the average of those per-task numbers.
+We also compute F1 of the positive class for MRPC and QQP (GLUE's second metric there), Pearson for
+STS-B, and Model Garden's STS-B validation metric `pearson_spearman_corr`, the mean of Pearson and
+Spearman (`official/nlp/tasks/sentence_prediction.py`), labelled as such. NumPy/SciPy only.
+"""
+
+import numpy as np
+from scipy import stats
+
+# Metrics per task; the first one is the paper's headline metric for that task.
+TASK_METRICS = {
+    'cola': ('matthews_corrcoef', 'accuracy'),
+    'sst2': ('accuracy',),
+    'mrpc': ('accuracy', 'f1'),
+    'qqp': ('accuracy', 'f1'),
+    'mnli': ('accuracy',),
+    'qnli': ('accuracy',),
+    'rte': ('accuracy',),
+    'stsb': ('spearman', 'pearson', 'pearson_spearman_corr'),
+}
+
+DESCRIPTIONS = {
+    'accuracy': 'accuracy',
+    'f1': 'F1 of the positive class',
+    'matthews_corrcoef': 'Matthews correlation',
+    'spearman': 'Spearman correlation',
+    'pearson': 'Pearson correlation',
+    'pearson_spearman_corr': "Model Garden's STS-B metric: (Pearson + Spearman) / 2",
+}
+
+
+def headline_metric(task):
+  """The metric the TEAMS paper reports for `task` (and averages into its GLUE score)."""
+  return TASK_METRICS[task][0]
+
+
+def _as_arrays(predictions, labels):
+  predictions = np.asarray(predictions).reshape(-1)
+  labels = np.asarray(labels).reshape(-1)
+  if predictions.shape != labels.shape or not predictions.size:
+    raise ValueError(f'Need equally many predictions and labels, at least one; got '
+                     f'{predictions.size} predictions and {labels.size} labels.')
+  return predictions, labels
+
+
+def accuracy(predictions, labels):
+  """Fraction of [N] predicted class ids equal to the [N] labels."""
+  predictions, labels = _as_arrays(predictions, labels)
+  return float(np.mean(predictions == labels))
+
+
+def f1(predictions, labels, positive_label=1):
+  """F1 of `positive_label` = 2 TP / (2 TP + FP + FN); 0.0 when there is no positive anywhere."""
+  predictions, labels = _as_arrays(predictions, labels)
+  true_positives = np.sum((predictions == positive_label) & (labels == positive_label))
+  denominator = np.sum(predictions == positive_label) + np.sum(labels == positive_label)
+  return float(2 * true_positives / denominator) if denominator else 0.0
+
+
+def matthews_corrcoef(predictions, labels):
+  """Matthews correlation, in its multi-class form (Gorodkin, 2004) that reduces to the binary one.
+
+  With the confusion matrix C (rows true, columns predicted), N examples, c = trace(C), t = row sums
+  and p = column sums: (c N - p·t) / sqrt((N² - p·p)(N² - t·t)). 0.0 when a factor of the
+  denominator is 0 (all labels or all predictions one class), as scikit-learn does.
+  """
+  predictions, labels = _as_arrays(predictions, labels)
+  classes, indices = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
+  true_index, predicted_index = np.split(indices, 2)
+  confusion = np.zeros([len(classes), len(classes)], np.float64)
+  np.add.at(confusion, (true_index, predicted_index), 1.0)
+  total = confusion.sum()
+  correct = np.trace(confusion)
+  true_counts, predicted_counts = confusion.sum(axis=1), confusion.sum(axis=0)
+  numerator = correct * total - predicted_counts @ true_counts
+  denominator = np.sqrt((total**2 - predicted_counts @ predicted_counts) *
+                        (total**2 - true_counts @ true_counts))
+  return float(numerator / denominator) if denominator else 0.0
+
+
+def _correlation(function, predictions, labels):
+  predictions, labels = _as_arrays(predictions, labels)
+  if np.ptp(predictions) == 0 or np.ptp(labels) == 0:
+    return float('nan')  # Undefined for a constant input (SciPy warns and returns NaN too).
+  return float(function(predictions.astype(np.float64), labels.astype(np.float64))[0])
+
+
+def pearson(predictions, labels):
+  """Pearson correlation of [N] scores with [N] labels; NaN if either is constant."""
+  return _correlation(stats.pearsonr, predictions, labels)
+
+
+def spearman(predictions, labels):
+  """Spearman rank correlation (ties get average ranks); NaN if either input is constant."""
+  return _correlation(stats.spearmanr, predictions, labels)
+
+
+def pearson_spearman_corr(predictions, labels):
+  """Model Garden's STS-B metric: the mean of Pearson and Spearman correlation."""
+  return (pearson(predictions, labels) + spearman(predictions, labels)) / 2
+
+
+_FUNCTIONS = {
+    'accuracy': accuracy,
+    'f1': f1,
+    'matthews_corrcoef': matthews_corrcoef,
+    'spearman': spearman,
+    'pearson': pearson,
+    'pearson_spearman_corr': pearson_spearman_corr,
+}
+
+
+def compute(task, predictions, labels):
+  """All metrics of `task` (see TASK_METRICS) as {name: float in [-1, 1]}.
+
+  Args:
+    task: a GLUE task name, e.g. 'cola'.
+    predictions: [N] predicted class ids, or [N] float scores for 'stsb'.
+    labels: [N] gold class ids, or [N] float scores for 'stsb'.
+  """
+  if task not in TASK_METRICS:
+    raise ValueError(f'Unknown GLUE task {task!r}; use one of {", ".join(TASK_METRICS)}.')
+  return {name: _FUNCTIONS[name](predictions, labels) for name in TASK_METRICS[task]}

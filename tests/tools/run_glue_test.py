@@ -1,0 +1,209 @@
+"""tools/run_glue.py end to end on tiny GLUE fixtures, and fine-tuning from a TEAMS checkpoint."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import exp_factory
+from official.core import task_factory
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.configs import finetune_experiments
+from teams_tf.data import glue
+from teams_tf.models import teams_pretrainer
+from tests import testing_utils
+
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+_SEQ_LENGTH = 32
+_POSITIVE = ('good', 'great', 'best', 'beautiful', 'popular', 'important')
+_NEGATIVE = ('bad', 'poor', 'worst', 'small', 'difficult', 'lost')
+_NOUNS = ('film', 'story', 'music', 'book', 'game', 'city')
+
+
+def _write_tsv(path, lines):
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write('\n'.join(lines) + '\n')
+
+
+def _write_glue_fixtures(root, seed=0):
+  """SST-2 and STS-B folders in GLUE's layouts, with labels that follow the words (learnable)."""
+  rng = np.random.default_rng(seed)
+  sst2, stsb = os.path.join(root, 'SST-2'), os.path.join(root, 'STS-B')
+  os.makedirs(sst2)
+  os.makedirs(stsb)
+  for name, size in (('train.tsv', 48), ('dev.tsv', 16)):
+    rows = ['sentence\tlabel']
+    for i in range(size):
+      label = i % 2
+      words = rng.choice(_POSITIVE if label else _NEGATIVE, 2)
+      rows.append(f'the {rng.choice(_NOUNS)} is {words[0]} and {words[1]} \t{label}')
+    _write_tsv(os.path.join(sst2, name), rows)
+    rows = ['index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t'
+            'sentence2\tscore']
+    for i in range(size):
+      first, second = rng.choice(_NOUNS, 2)
+      score = 5.0 if i % 3 == 0 else float(rng.integers(0, 40)) / 10
+      if score == 5.0:
+        second = first
+      rows.append(f'{i}\tmain-captions\tMSRvid\t2012test\t{i:04d}\tnone\tnone\tthe {first} is '
+                  f'good.\tthe {second} is good.\t{score:.3f}')
+    _write_tsv(os.path.join(stsb, name), rows)
+  return {'sst2': sst2, 'stsb': stsb}
+
+
+def _demo_encoder_config():
+  return finetune_experiments.glue_experiment('sst2', 'demo').task.model.encoder.bert_v2
+
+
+def _save_tiny_pretraining_checkpoint(directory):
+  """A TEAMS pretrainer whose kept encoder has the glue_*_demo encoder's shape, saved as Model
+  Garden's trainer saves it (checkpoint_items beside `model`)."""
+  model = teams_pretrainer.build_teams_pretrainer(
+      testing_utils.tiny_teams_config(encoder=_demo_encoder_config()), seed=3)
+  model(testing_utils.pretraining_batch())
+  return tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
+      os.path.join(directory, 'ckpt'))
+
+
+class RunGlueTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = os.path.join(tf.compat.v1.test.get_temp_dir(), 'run_glue')
+    glue_dirs = _write_glue_fixtures(os.path.join(cls.root, 'glue'))
+    cls.data_dir = os.path.join(cls.root, 'records')
+    vocab = glue.check_vocabulary('sample:vocab')
+    for task, glue_dir in glue_dirs.items():
+      glue.write_records(glue.tsv_processor(task), glue_dir, vocab, True, _SEQ_LENGTH,
+                         os.path.join(cls.data_dir, task), task, glue_dir)
+    cls.checkpoint = _save_tiny_pretraining_checkpoint(os.path.join(cls.root, 'pretrain'))
+
+  def _params(self):
+    params = exp_factory.get_exp_config('glue_sst2_demo')
+    params.override({'task': {
+        'init_checkpoint': os.path.dirname(self.checkpoint),
+        'train_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'train.tfrecord'),
+                       'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
+        'validation_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'dev.tfrecord'),
+                            'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
+    }})
+    return params
+
+  def test_init_checkpoint_restores_the_encoder_and_fine_tuning_lowers_the_loss(self):
+    tf_keras.utils.set_random_seed(1)
+    params = self._params()
+    task = task_factory.get_task(params.task)
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(params.task.train_data)))
+    model(batch)
+    reader = tf.train.load_checkpoint(self.checkpoint)
+    encoder_keys = [key for key, _ in tf.train.list_variables(self.checkpoint)
+                    if key.startswith('encoder/')]
+    self.assertNotEmpty(encoder_keys)
+
+    def saved_encoder():
+      path = tf.train.Checkpoint(encoder=model.checkpoint_items['encoder']).write(
+          os.path.join(self.get_temp_dir(), f'finetune_{len(os.listdir(self.get_temp_dir()))}'))
+      return tf.train.load_checkpoint(path)
+
+    before = saved_encoder()
+    self.assertFalse(all(np.array_equal(before.get_tensor(key), reader.get_tensor(key))
+                         for key in encoder_keys))
+    task.initialize(model)
+    after = saved_encoder()
+    # Every variable of the fine-tuning encoder comes from the pretraining checkpoint's entry.
+    self.assertLen(encoder_keys, len(model.checkpoint_items['encoder'].weights))
+    for key in encoder_keys:
+      self.assertAllEqual(reader.get_tensor(key), after.get_tensor(key), msg=key)
+
+    def loss():
+      return float(task.build_losses(batch, model(batch, training=False)))
+
+    initial = loss()
+    optimizer = tf_keras.optimizers.Adam(learning_rate=1e-3)
+    for _ in range(8):
+      task.train_step(batch, model, optimizer, metrics=[])
+    self.assertLess(loss(), initial - 0.05)
+
+  def _run_glue(self, output_dir, *extra):
+    return subprocess.run(
+        [sys.executable, 'tools/run_glue.py', '--tasks=sst2,stsb', '--seeds=2', '--size=demo',
+         f'--data_dir={self.data_dir}', f'--init_checkpoint={os.path.dirname(self.checkpoint)}',
+         f'--output_dir={output_dir}', '--train_steps=3',
+         '--params_override=task.train_data.global_batch_size=8,'
+         'task.validation_data.global_batch_size=8', *extra],
+        cwd=_ROOT, capture_output=True, text=True, timeout=900, check=False)
+
+  def test_two_tasks_two_seeds_tables_and_resume(self):
+    output_dir = os.path.join(self.get_temp_dir(), 'glue_runs')
+    first = self._run_glue(output_dir)
+    self.assertEqual(0, first.returncode, first.stderr[-5000:])
+    self.assertIn('=== run 4/4: stsb seed 2 ===', first.stderr)
+    self.assertIn('ETA', first.stderr)
+
+    results = {}
+    for task in ('sst2', 'stsb'):
+      for seed in (1, 2):
+        run_dir = os.path.join(output_dir, task, f'seed_{seed}')
+        self.assertTrue(tf.io.gfile.exists(os.path.join(run_dir, 'ckpt-3.index')))
+        with open(os.path.join(run_dir, 'result.json')) as f:
+          results[(task, seed)] = json.load(f)
+        self.assertEqual(3, results[(task, seed)]['train_steps'])
+        self.assertEqual(16, results[(task, seed)]['dev_examples'])
+    # Our dev accuracy and Model Garden's own validation metric score the same model.
+    for seed in (1, 2):
+      ours, theirs = results[('sst2', seed)], results[('sst2', seed)]['model_garden_validation']
+      self.assertAllClose(theirs['cls_accuracy'], ours['metrics']['accuracy'], atol=1e-6)
+      ours, theirs = results[('stsb', seed)], results[('stsb', seed)]['model_garden_validation']
+      self.assertAllClose(theirs['pearson_spearman_corr'],
+                          ours['metrics']['pearson_spearman_corr'], atol=1e-4)
+
+    with open(os.path.join(output_dir, 'results.json')) as f:
+      summary = json.load(f)
+    for task, metric in (('sst2', 'accuracy'), ('stsb', 'spearman'), ('stsb', 'pearson')):
+      values = [results[(task, seed)]['metrics'][metric] for seed in (1, 2)]
+      stats = summary['tasks'][task]['metrics'][metric]
+      self.assertAllClose([np.median(values), np.mean(values), np.std(values, ddof=1),
+                           min(values), max(values)],
+                          [stats[k] for k in ('median', 'mean', 'std', 'min', 'max')])
+    self.assertEqual('spearman', summary['tasks']['stsb']['headline_metric'])
+    self.assertAllClose(
+        (summary['tasks']['sst2']['metrics']['accuracy']['median'] +
+         summary['tasks']['stsb']['metrics']['spearman']['median']) / 2,
+        summary['glue_average']['median'])
+    with open(os.path.join(output_dir, 'results.md')) as f:
+      table = f.read()
+    self.assertIn('| sst2 | **accuracy** | 2 |', table)
+    self.assertIn('| stsb | **Spearman correlation** | 2 |', table)
+    self.assertIn("Model Garden's STS-B metric: (Pearson + Spearman) / 2", table)
+    self.assertIn('GLUE average over 2 task(s) (sst2, stsb)', table)
+    self.assertIn(table.strip(), first.stdout)
+
+    # A second invocation finds every result.json and trains nothing.
+    result_files = [os.path.join(output_dir, task, f'seed_{seed}', 'result.json')
+                    for task, seed in results]
+    mtimes = [os.path.getmtime(path) for path in result_files]
+    second = self._run_glue(output_dir)
+    self.assertEqual(0, second.returncode, second.stderr[-5000:])
+    self.assertIn('0 run(s) to do, 4 already done', second.stderr)
+    self.assertIn('sst2 seed 1: skipped', second.stderr)
+    self.assertNotIn('=== run', second.stderr)
+    self.assertEqual(mtimes, [os.path.getmtime(path) for path in result_files])
+    self.assertIn(table.strip(), second.stdout)
+
+  def test_bad_override_is_one_line_error(self):
+    result = self._run_glue(os.path.join(self.get_temp_dir(), 'bad'),
+                            '--params_override=trainer.train_steps=5')
+    self.assertNotEqual(0, result.returncode)
+    last_line = result.stderr.strip().splitlines()[-1]
+    self.assertStartsWith(last_line, 'error: --params_override sets trainer.train_steps')
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,106 @@
+"""GLUE train/dev TFRecords for Model Garden's sentence-prediction task (`glue_<task>_<size>`).
+
+  python tools/create_glue_data.py --task=sst2 --glue_dir=../shared/data/glue/SST-2 \
+      --vocab_file=sample:vocab --lower_case --max_seq_length=128 --output_dir=/tmp/glue/sst2 \
+      [--max_train_examples=4000]
+  python tools/create_glue_data.py --task=sst2 --tfds_name=glue/sst2 --vocab_file=... \
+      --output_dir=...
+
+Reads the original GLUE TSVs with `teams_tf.data.glue` (or, with `--tfds_name`, Model Garden's
+TFDS processor for the task; the TFDS dataset must already be downloaded and prepared in TFDS's data
+directory, `$TFDS_DATA_DIR` or `~/tensorflow_datasets`, e.g. by `tfds build glue/sst2` on a machine
+with internet), tokenizes with Model Garden's `FullTokenizer` and writes with Model Garden's
+`classifier_data_lib.generate_tf_record_from_data_file`:
+
+  <output_dir>/train.tfrecord, dev.tfrecord   tf.Examples: input_ids, input_mask, segment_ids [T],
+                                              label_ids (int, or float for stsb), example_id
+  <output_dir>/meta_data.json                 train_data_size, eval_data_size, num_labels (1 for
+                                              stsb regression), max_seq_length, task, vocabulary
+
+Every file is written under a temporary name and renamed when complete; meta_data.json comes last,
+so its presence marks a complete conversion. `--max_train_examples` keeps a seeded random subset of
+the train set (in file order); the dev set is always complete.
+"""
+
+import collections
+import os
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+from teams_tf.data import glue
+
+_TASK = flags.DEFINE_enum('task', None, glue.TASKS, 'GLUE task.')
+_GLUE_DIR = flags.DEFINE_string(
+    'glue_dir', None, 'Folder with the task\'s original GLUE train.tsv and dev.tsv '
+    '(MNLI: dev_matched.tsv).')
+_TFDS_NAME = flags.DEFINE_string(
+    'tfds_name', None, 'Instead of --glue_dir: the already-prepared TFDS dataset (glue/<task>), '
+    'read through Model Garden\'s TFDS processor for --task.')
+_VOCAB_FILE = flags.DEFINE_string(
+    'vocab_file', 'sample:vocab', 'WordPiece vocabulary of the pretrained encoder (sample:vocab = '
+    'the embedded one teams_demo uses).')
+_LOWER_CASE = flags.DEFINE_bool('lower_case', True, 'Lowercase and strip accents (uncased vocab).')
+_MAX_SEQ_LENGTH = flags.DEFINE_integer(
+    'max_seq_length', 128, 'Sequence length T, [CLS] and [SEP]s included; longer pairs are '
+    'truncated, the longer text first.')
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Where the records and meta_data.json go.')
+_MAX_TRAIN_EXAMPLES = flags.DEFINE_integer(
+    'max_train_examples', None, 'Keep a random subset of this many train examples.')
+_SUBSET_SEED = flags.DEFINE_integer('subset_seed', 0, 'Seed of the --max_train_examples subset.')
+
+
+def _label_summary(label_ids, label_names):
+  if label_names is None:
+    return (f'scores mean {sum(label_ids) / len(label_ids):.2f}, min {min(label_ids):.2f}, '
+            f'max {max(label_ids):.2f}')
+  counts = collections.Counter(label_ids)
+  return 'labels ' + ', '.join(f'{name}={i}: {counts[i]}' for i, name in enumerate(label_names))
+
+
+def _convert():
+  if (_GLUE_DIR.value is None) == (_TFDS_NAME.value is None):
+    raise ValueError('give exactly one of --glue_dir and --tfds_name.')
+  vocab = glue.check_vocabulary(_VOCAB_FILE.value)
+  if _GLUE_DIR.value is not None:
+    processor, data_dir = glue.tsv_processor(_TASK.value), _GLUE_DIR.value
+    source = os.path.abspath(data_dir)
+  else:
+    processor, data_dir = glue.tfds_processor(_TASK.value, _TFDS_NAME.value), None
+    source = f'tfds:{_TFDS_NAME.value}'
+  meta_data, stats = glue.write_records(
+      processor, data_dir, vocab, _LOWER_CASE.value, _MAX_SEQ_LENGTH.value, _OUTPUT_DIR.value,
+      _TASK.value, source, _MAX_TRAIN_EXAMPLES.value, _SUBSET_SEED.value)
+  return vocab, processor.get_labels(), meta_data, stats
+
+
+def main(argv):
+  del argv
+  start = time.time()
+  try:
+    vocab, label_names, meta_data, stats = _convert()
+  except ValueError as e:  # Bad flags, vocabulary or rows: one line naming the file and line.
+    sys.exit(f'error: {" ".join(str(e).split())}')
+  print(f'GLUE {meta_data["task"]} from {meta_data["source"]} -> '
+        f'{os.path.abspath(_OUTPUT_DIR.value)} ({time.time() - start:.1f} s)')
+  print(f'  vocabulary {vocab.path}: {vocab.size} tokens, [PAD]={vocab.pad_id} '
+        f'[UNK]={vocab.unk_id} [CLS]={vocab.cls_id} [SEP]={vocab.sep_id}; '
+        f'lower_case={_LOWER_CASE.value}; max_seq_length={_MAX_SEQ_LENGTH.value}')
+  for split, name in glue.RECORD_FILES.items():
+    subset = (f' (random subset of {stats.read[split]}, seed {_SUBSET_SEED.value})'
+              if stats.read[split] != stats.written[split] else '')
+    skipped = meta_data['skipped_rows'].get(split, 0)
+    print(f'  {split}: {stats.written[split]} examples{subset} -> {name}; '
+          f'{_label_summary(stats.label_ids[split], label_names)}; '
+          f'{stats.full_length[split]} fill all {_MAX_SEQ_LENGTH.value} positions (may be '
+          'truncated)' + (f'; {skipped} malformed rows skipped' if skipped else ''))
+  print('  meta_data.json: ' + ', '.join(
+      f'{key}={meta_data[key]}' for key in ('task', 'train_data_size', 'eval_data_size',
+                                            'num_labels', 'max_seq_length')))
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['task', 'output_dir'])
+  app.run(main)

@@ -1,0 +1,424 @@
+"""Fine-tunes one pretraining checkpoint on GLUE tasks with several seeds; median/mean/std table.
+
+  python tools/run_glue.py --tasks=sst2,cola --seeds=3 --size=demo --data_dir=/tmp/glue \
+      --init_checkpoint=/tmp/teams_demo --output_dir=/tmp/glue_runs \
+      [--train_steps=N | --epochs=E] [--params_override=...]
+
+`--data_dir` holds `tools/create_glue_data.py` outputs, one folder per task:
+`<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Each (task, seed) is the
+registered experiment `glue_<task>_<size>` (TEAMS Table 6 hyper-parameters) run in this process by
+Model Garden's `train_lib.run_experiment` (mode train_and_eval) in `<output_dir>/<task>/seed_<k>`,
+seeded with `tf_keras.utils.set_random_seed(k)` and `task.train_data.seed=k`. Train steps are the
+registered experiment's epochs (Table 6: 5) over the converted train set at its batch size, or
+`--epochs` / `--train_steps`; warm-up (10%) and linear decay follow the step count. Dev predictions
+from Model Garden's `sentence_prediction.predict` are scored with `teams_tf.data.glue_metrics` and
+written to `<task>/seed_<k>/result.json`; a pair whose result.json exists is not run again
+(resume), and an interrupted run resumes from its last checkpoint. Finally `results.md` and
+`results.json` in `--output_dir` give per task and metric the median, mean, std, min and max over
+seeds, and the GLUE average: the mean over tasks of the median of the paper's headline metric (MCC
+for CoLA, Spearman for STS-B, accuracy otherwise). `--params_override` is applied to every run
+first; the fields derived above (data paths, init_checkpoint, seeds, sequence length, steps,
+warm-up, decay) cannot be overridden through it.
+"""
+
+import json
+import math
+import os
+import sys
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.common import distribute_utils
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import train_lib
+from official.core import train_utils
+from official.modeling import hyperparams
+from official.nlp.data import data_loader_factory
+from official.nlp.tasks import sentence_prediction
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.configs import finetune_experiments
+from teams_tf.data import glue_metrics
+
+_TASKS = flags.DEFINE_list('tasks', None, f'GLUE tasks: {",".join(glue_metrics.TASK_METRICS)}.')
+_SEEDS = flags.DEFINE_string(
+    'seeds', '3', 'N (runs seeds 1..N) or a comma-separated list of seeds (one seed k: "k,").')
+_SIZE = flags.DEFINE_enum('size', None, ['demo', 'small', 'base', 'large'],
+                          'Encoder size: the experiment is glue_<task>_<size>.')
+_DATA_DIR = flags.DEFINE_string('data_dir', None, 'Folder with <task>/ from create_glue_data.py.')
+_INIT_CHECKPOINT = flags.DEFINE_string(
+    'init_checkpoint', None, 'Pretraining model_dir or checkpoint prefix ("" = random init).')
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Runs, result.json files and the tables.')
+_TRAIN_STEPS = flags.DEFINE_integer(
+    'train_steps', None, 'Train steps per run (instead of --epochs).')
+_EPOCHS = flags.DEFINE_float('epochs', None, 'Epochs per run (default: the experiment\'s, 5).')
+_PARAMS_OVERRIDE = flags.DEFINE_string(
+    'params_override', None, 'Model Garden override (YAML/JSON string or k=v,...) for every run.')
+
+# Fields this tool sets from its flags and data; --params_override must not set them.
+_MANAGED_FIELDS = (
+    'task.init_checkpoint', 'task.train_data.input_path', 'task.validation_data.input_path',
+    'task.train_data.seed', 'task.train_data.seq_length', 'task.validation_data.seq_length',
+    'trainer.train_steps', 'trainer.optimizer_config.learning_rate.polynomial.decay_steps',
+    'trainer.optimizer_config.warmup.linear.warmup_steps')
+_LOGS_PER_RUN = 10
+
+
+def parse_seeds(value):
+  """'3' -> [1, 2, 3]; '1,5' -> [1, 5]; '7,' -> [7]."""
+  parts = [part.strip() for part in value.split(',') if part.strip()]
+  try:
+    seeds = [int(part) for part in parts]
+  except ValueError:
+    raise ValueError(f'--seeds={value!r}: use N or a comma-separated list of integers.') from None
+  if not seeds:
+    raise ValueError(f'--seeds={value!r} names no seed.')
+  if ',' not in value:
+    if seeds[0] < 1:
+      raise ValueError(f'--seeds={value!r}: N must be at least 1.')
+    return list(range(1, seeds[0] + 1))
+  if len(set(seeds)) != len(seeds):
+    raise ValueError(f'--seeds={value!r} repeats a seed.')
+  return seeds
+
+
+def _get(params, dotted):
+  value = params
+  for key in dotted.split('.'):
+    value = getattr(value, key)
+  return value
+
+
+def _read_json(path):
+  with tf.io.gfile.GFile(path, 'r') as f:
+    return json.load(f)
+
+
+def _write_json_atomically(path, data):
+  """Writes under a temporary name, then renames: readers never see a partial file."""
+  temporary = f'{path}.tmp-{os.getpid()}'
+  with tf.io.gfile.GFile(temporary, 'w') as f:
+    # NaN (an undefined correlation) becomes null, so the file is strict JSON.
+    f.write(json.dumps(_nan_to_none(data), indent=2, sort_keys=True) + '\n')
+  tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def _nan_to_none(data):
+  if isinstance(data, dict):
+    return {key: _nan_to_none(value) for key, value in data.items()}
+  if isinstance(data, (list, tuple)):
+    return [_nan_to_none(value) for value in data]
+  if isinstance(data, float) and math.isnan(data):
+    return None
+  return data
+
+
+def _check_init_checkpoint(path):
+  """Checks `path` is a checkpoint (or a folder with one) holding an `encoder` entry."""
+  if not path:
+    logging.warning('No --init_checkpoint: fine-tuning from a random initialization.')
+    return
+  checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+  if not checkpoint or not tf.io.gfile.exists(checkpoint + '.index'):
+    raise ValueError(f'--init_checkpoint={path} is neither a checkpoint prefix nor a folder with '
+                     'a checkpoint.')
+  if not any(name.startswith('encoder/') for name, _ in tf.train.list_variables(checkpoint)):
+    raise ValueError(f'{checkpoint} has no `encoder` entry: pass a pretraining checkpoint of '
+                     'this project (teams_tf.train writes the kept encoder under `encoder`).')
+
+
+def build_params(task, size, seed, data_dir, init_checkpoint, train_steps=None, epochs=None,
+                 params_override=None):
+  """The experiment config of one run and a one-line description of its step count.
+
+  Starts from `glue_<task>_<size>`, applies `params_override`, then sets data paths, seeds,
+  sequence length (from meta_data.json), train steps, warm-up and decay steps, and logging
+  intervals. Raises ValueError when the data does not fit the experiment.
+  """
+  name = f'glue_{task}_{size}'
+  registered = exp_factory.get_exp_config(name)
+  params = exp_factory.get_exp_config(name)
+  hyperparams.override_params_dict(params, params_override, is_strict=True)
+  overridden = [field for field in _MANAGED_FIELDS
+                if _get(params, field) != _get(registered, field)]
+  if overridden:
+    raise ValueError(f'--params_override sets {", ".join(overridden)}, which run_glue derives '
+                     'from --init_checkpoint, --data_dir, seeds and --train_steps/--epochs.')
+
+  task_dir = os.path.join(data_dir, task)
+  meta_path = os.path.join(task_dir, 'meta_data.json')
+  if not tf.io.gfile.exists(meta_path):
+    raise ValueError(f'{meta_path} is missing: convert the task first with '
+                     f'tools/create_glue_data.py --task={task} --output_dir={task_dir}')
+  meta = _read_json(meta_path)
+  encoder = params.task.model.encoder.get()
+  problems = []
+  if meta.get('task') != task:
+    problems.append(f'it is for task {meta.get("task")!r}')
+  if meta['num_labels'] != params.task.model.num_classes:
+    problems.append(f'num_labels={meta["num_labels"]} but {name} has '
+                    f'num_classes={params.task.model.num_classes}')
+  if meta.get('vocab_size', encoder.vocab_size) != encoder.vocab_size:
+    problems.append(f'its vocabulary has {meta["vocab_size"]} tokens but the {size} encoder '
+                    f'{encoder.vocab_size}')
+  if meta['max_seq_length'] > encoder.max_position_embeddings:
+    problems.append(f'max_seq_length={meta["max_seq_length"]} exceeds the encoder\'s '
+                    f'{encoder.max_position_embeddings} positions')
+  if problems:
+    raise ValueError(f'{meta_path} does not fit {name}: {"; ".join(problems)}.')
+
+  batch_size = params.task.train_data.global_batch_size
+  if train_steps is not None and epochs is not None:
+    raise ValueError('Give at most one of --train_steps and --epochs.')
+  if train_steps is None:
+    if epochs is None:
+      # The registered step count is Table 6's epochs over the full GLUE train set.
+      epochs = (registered.trainer.train_steps * registered.task.train_data.global_batch_size /
+                finetune_experiments.GLUE_TASKS[task].num_train_examples)
+    train_steps = max(1, round(epochs * meta['train_data_size'] / batch_size))
+    how = (f'{epochs:.3g} epochs x {meta["train_data_size"]} examples / batch {batch_size}')
+  else:
+    how = f'--train_steps, batch {batch_size}'
+  warmup_fraction = (registered.trainer.optimizer_config.warmup.linear.warmup_steps /
+                     registered.trainer.train_steps)
+  steps_per_loop = max(1, min(1000, math.ceil(train_steps / _LOGS_PER_RUN)))
+  interval = min(1000, train_steps)
+  params.override({
+      'task': {
+          'init_checkpoint': init_checkpoint,
+          'train_data': {'input_path': os.path.join(task_dir, 'train.tfrecord'), 'seed': seed,
+                         'seq_length': meta['max_seq_length']},
+          'validation_data': {'input_path': os.path.join(task_dir, 'dev.tfrecord'),
+                              'seq_length': meta['max_seq_length']},
+      },
+      'trainer': {
+          'train_steps': train_steps,
+          'optimizer_config': {
+              'learning_rate': {'polynomial': {'decay_steps': train_steps}},
+              'warmup': {'linear': {'warmup_steps': round(warmup_fraction * train_steps)}},
+          },
+          'steps_per_loop': steps_per_loop,
+          'summary_interval': steps_per_loop,
+          'checkpoint_interval': interval,
+          'validation_interval': interval,
+      },
+  }, is_strict=True)
+  params.validate()
+  params.lock()
+  return params, meta, f'{train_steps} train steps ({how})'
+
+
+def dev_labels(data_config):
+  """[N] dev labels in example_id order, read with Model Garden's sentence-prediction loader."""
+  config = data_config.replace(include_example_id=True, is_training=False)
+  example_ids, labels = [], []
+  for batch in data_loader_factory.get_data_loader(config).load().as_numpy_iterator():
+    example_ids.append(batch['example_id'])
+    labels.append(batch[config.label_field])
+  example_ids, labels = np.concatenate(example_ids), np.concatenate(labels)
+  return labels[np.argsort(example_ids, kind='stable')]
+
+
+def _scalar_logs(logs):
+  scalars = {}
+  for key, value in (logs or {}).items():
+    value = np.asarray(value)
+    if value.size == 1 and np.issubdtype(value.dtype, np.number):
+      scalars[key] = float(value)
+  return scalars
+
+
+def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
+  """Fine-tunes and evaluates one (task, seed) in `run_dir`; returns the result dict."""
+  tf_keras.backend.clear_session()
+  tf_keras.utils.set_random_seed(seed)
+  strategy = distribute_utils.get_distribution_strategy(
+      distribution_strategy=params.runtime.distribution_strategy,
+      all_reduce_alg=params.runtime.all_reduce_alg,
+      num_gpus=params.runtime.num_gpus,
+      tpu_address=params.runtime.tpu)
+  with strategy.scope():
+    mg_task = task_factory.get_task(params.task, logging_dir=run_dir)
+  train_utils.serialize_config(params, run_dir)
+  checkpoint = tf.train.latest_checkpoint(run_dir)
+  start_step = int(checkpoint.rsplit('-', 1)[1]) if checkpoint else 0
+  if start_step:
+    logging.info('%s seed %d: resuming from %s', task, seed, checkpoint)
+  logging.info('%s seed %d: %s, init_checkpoint %r, model_dir %s', task, seed, steps_description,
+               params.task.init_checkpoint, run_dir)
+  eval_outputs = []
+  start = time.time()
+  model, _ = train_lib.run_experiment(
+      distribution_strategy=strategy, task=mg_task, mode='train_and_eval', params=params,
+      model_dir=run_dir, eval_actions=[eval_outputs.append])
+  train_seconds = time.time() - start
+  with strategy.scope():
+    outputs = sentence_prediction.predict(
+        mg_task, params.task.validation_data.replace(include_example_id=True), model)
+  predictions = np.array([np.asarray(output).reshape(-1)[0] for output in outputs])
+  labels = dev_labels(params.task.validation_data)
+  metrics = glue_metrics.compute(task, predictions, labels)
+  trained_steps = params.trainer.train_steps - start_step
+  return {
+      'task': task,
+      'seed': seed,
+      'experiment': experiment,
+      'init_checkpoint': params.task.init_checkpoint,
+      'metrics': metrics,
+      'headline_metric': glue_metrics.headline_metric(task),
+      'model_garden_validation': _scalar_logs(eval_outputs[-1] if eval_outputs else None),
+      'dev_examples': int(len(labels)),
+      'train_examples': meta['train_data_size'],
+      'train_steps': params.trainer.train_steps,
+      'steps_trained_in_this_run': trained_steps,
+      'train_and_eval_seconds': round(train_seconds, 1),
+      # Over the whole train_and_eval call: graph tracing, checkpoints and evaluation included.
+      'overall_steps_per_second': (round(trained_steps / train_seconds, 2) if trained_steps
+                                   else None),
+      'total_seconds': round(time.time() - start, 1),
+      'model_dir': run_dir,
+  }
+
+
+def summarize(results, tasks):
+  """Per task and metric: median, mean, std (n - 1), min, max over seeds; GLUE average.
+
+  Args:
+    results: list of result dicts (`run_one`'s, or read back from result.json).
+    tasks: task names in table order.
+
+  Returns:
+    {'tasks': {task: {'seeds', 'headline_metric', 'metrics': {name: stats}}},
+     'glue_average': {'median', 'mean', 'tasks'}} with scores in [-1, 1]; NaN stays NaN.
+  """
+  summary = {'tasks': {}}
+  for task in tasks:
+    runs = sorted((r for r in results if r['task'] == task), key=lambda r: r['seed'])
+    if not runs:
+      continue
+    metrics = {}
+    for name in glue_metrics.TASK_METRICS[task]:
+      values = np.array([np.nan if r['metrics'][name] is None else r['metrics'][name]
+                         for r in runs], np.float64)
+      metrics[name] = {
+          'median': float(np.median(values)),
+          'mean': float(np.mean(values)),
+          'std': float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+          'min': float(np.min(values)),
+          'max': float(np.max(values)),
+          'values': [float(v) for v in values],
+      }
+    summary['tasks'][task] = {'seeds': [r['seed'] for r in runs],
+                              'headline_metric': glue_metrics.headline_metric(task),
+                              'metrics': metrics}
+  headlines = [entry['metrics'][entry['headline_metric']]
+               for entry in summary['tasks'].values()]
+  summary['glue_average'] = {
+      'median': float(np.mean([h['median'] for h in headlines])) if headlines else float('nan'),
+      'mean': float(np.mean([h['mean'] for h in headlines])) if headlines else float('nan'),
+      'tasks': list(summary['tasks']),
+  }
+  return summary
+
+
+def markdown(summary, title):
+  """The summary as a Markdown table, scores x 100."""
+  lines = [f'# {title}', '',
+           'GLUE dev sets (MNLI: matched), scores x 100 over seeds; std with n - 1; the '
+           "paper's headline metric per task in bold.", '',
+           '| task | metric | seeds | median | mean | std | min-max |',
+           '|---|---|---|---|---|---|---|']
+  for task, entry in summary['tasks'].items():
+    for name, stats in entry['metrics'].items():
+      label = glue_metrics.DESCRIPTIONS[name]
+      if name == entry['headline_metric']:
+        label = f'**{label}**'
+      lines.append(
+          f'| {task} | {label} | {len(entry["seeds"])} | {100 * stats["median"]:.2f} | '
+          f'{100 * stats["mean"]:.2f} | {100 * stats["std"]:.2f} | '
+          f'{100 * stats["min"]:.2f}-{100 * stats["max"]:.2f} |')
+  average = summary['glue_average']
+  lines += ['', f'GLUE average over {len(average["tasks"])} task(s) '
+            f'({", ".join(average["tasks"])}) of the headline metric: '
+            f'{100 * average["median"]:.2f} (medians over seeds), '
+            f'{100 * average["mean"]:.2f} (means).', '']
+  return '\n'.join(lines)
+
+
+def _prepare():
+  """Checks the flags and builds every run's config, so mistakes fail before any training."""
+  tasks = _TASKS.value
+  unknown = [task for task in tasks if task not in glue_metrics.TASK_METRICS]
+  if unknown:
+    raise ValueError(f'Unknown --tasks {unknown}; use {", ".join(glue_metrics.TASK_METRICS)}.')
+  if len(set(tasks)) != len(tasks):
+    raise ValueError(f'--tasks={",".join(tasks)} repeats a task.')
+  seeds = parse_seeds(_SEEDS.value)
+  _check_init_checkpoint(_INIT_CHECKPOINT.value)
+  configs = {(task, seed): build_params(task, _SIZE.value, seed, _DATA_DIR.value,
+                                        _INIT_CHECKPOINT.value, _TRAIN_STEPS.value, _EPOCHS.value,
+                                        _PARAMS_OVERRIDE.value)
+             for task in tasks for seed in seeds}
+  return tasks, seeds, configs
+
+
+def _write_tables(results, tasks, seeds, output_dir):
+  summary = summarize(results, tasks)
+  summary.update(size=_SIZE.value, init_checkpoint=_INIT_CHECKPOINT.value, seeds=seeds)
+  table = markdown(summary, f'GLUE: {_INIT_CHECKPOINT.value or "random init"}, size '
+                   f'{_SIZE.value}, seeds {",".join(map(str, seeds))}')
+  _write_json_atomically(os.path.join(output_dir, 'results.json'), summary)
+  temporary = os.path.join(output_dir, f'results.md.tmp-{os.getpid()}')
+  with tf.io.gfile.GFile(temporary, 'w') as f:
+    f.write(table)
+  tf.io.gfile.rename(temporary, os.path.join(output_dir, 'results.md'), overwrite=True)
+  return table
+
+
+def main(argv):
+  del argv
+  try:
+    tasks, seeds, configs = _prepare()
+  except ValueError as e:  # Bad flags or data: one line, no stack trace.
+    sys.exit(f'error: {" ".join(str(e).split())}')
+  output_dir = _OUTPUT_DIR.value
+  run_dirs = {pair: os.path.join(output_dir, pair[0], f'seed_{pair[1]}') for pair in configs}
+  to_run = []
+  for pair, run_dir in run_dirs.items():
+    if tf.io.gfile.exists(os.path.join(run_dir, 'result.json')):
+      logging.info('%s seed %d: skipped, %s/result.json exists', *pair, run_dir)
+    else:
+      to_run.append(pair)
+  logging.info('%d run(s) to do, %d already done: %s', len(to_run), len(configs) - len(to_run),
+               ' '.join(f'{task}/seed_{seed}' for task, seed in to_run))
+
+  start = time.time()
+  for index, (task, seed) in enumerate(to_run):
+    params, meta, steps_description = configs[(task, seed)]
+    logging.info('=== run %d/%d: %s seed %d ===', index + 1, len(to_run), task, seed)
+    result = run_one(f'glue_{task}_{_SIZE.value}', task, seed, run_dirs[(task, seed)], params,
+                     meta, steps_description)
+    _write_json_atomically(os.path.join(run_dirs[(task, seed)], 'result.json'), result)
+    elapsed = time.time() - start
+    remaining = len(to_run) - index - 1
+    headline = result['headline_metric']
+    logging.info('=== done %d/%d: %s seed %d: dev %s %.4f; %.0f s (%s steps/s overall); '
+                 'elapsed %.0f s, ETA %.0f s for %d more run(s) ===', index + 1, len(to_run),
+                 task, seed, headline, result['metrics'][headline], result['total_seconds'],
+                 result['overall_steps_per_second'], elapsed,
+                 elapsed / (index + 1) * remaining, remaining)
+
+  results = [_read_json(os.path.join(run_dir, 'result.json')) for run_dir in run_dirs.values()]
+  print(_write_tables(results, tasks, seeds, output_dir))
+
+
+if __name__ == '__main__':
+  flags.mark_flags_as_required(['tasks', 'size', 'data_dir', 'init_checkpoint', 'output_dir'])
+  app.run(main)
