@@ -2,5 +2,6 @@
 
 # pylint: disable=unused-import
 from teams_tf.configs import experiments
+from teams_tf.tasks import mlm_task
 from teams_tf.tasks import teams_task
 from teams_tf.configs import finetune_experiments

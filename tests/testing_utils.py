@@ -3,9 +3,13 @@
 import numpy as np
 import tensorflow as tf
 
+from official.modeling import optimization
 from official.nlp.configs import encoders
 
 from teams_tf.configs import models
+from teams_tf.data import embedded
+from teams_tf.data import pretrain_dataloader
+from teams_tf.data import tokenization
 
 VOCAB_SIZE = 100
 SEQ_LENGTH = 16
@@ -28,6 +32,35 @@ def tiny_teams_config(**overrides):
       num_negatives=3)
   defaults.update(overrides)
   return models.TeamsConfig(**defaults)
+
+
+def tiny_mlm_config():
+  """BERT-MLM over the 2-layer tiny encoder."""
+  return models.MlmConfig(encoder=tiny_encoder_config())
+
+
+def sample_vocab_size():
+  """Size of the embedded sample vocabulary (`sample:vocab`)."""
+  return tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
+
+
+def sample_data_configs():
+  """(train, validation) data configs on the embedded sample: T = 32, P = 5, batch 4, seed 1."""
+  data = dict(vocab_file='sample:vocab', seq_length=32, max_predictions_per_seq=5,
+              global_batch_size=4, seed=1)
+  return (pretrain_dataloader.PretrainDataConfig(input_path='sample:train', is_training=True,
+                                                 **data),
+          pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=False,
+                                                 **data))
+
+
+def constant_lr_optimizer(learning_rate):
+  """Model Garden AdamW with a constant learning rate, for task steps in tests."""
+  factory = optimization.OptimizerFactory(optimization.OptimizationConfig({
+      'optimizer': {'type': 'adamw'},
+      'learning_rate': {'type': 'constant', 'constant': {'learning_rate': learning_rate}},
+  }))
+  return factory.build_optimizer(factory.build_learning_rate())
 
 
 def pretraining_batch(batch_size=3, seq_length=SEQ_LENGTH, num_predictions=NUM_PREDICTIONS,

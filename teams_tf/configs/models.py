@@ -42,3 +42,19 @@ class TeamsConfig(base_config.Config):
   rtd_head_input_layer: Optional[int] = None
   rtd_loss_weight: float = 5.0
   mws_loss_weight: float = 2.0
+
+
+@dataclasses.dataclass
+class MlmConfig(base_config.Config):
+  """BERT baseline of the TEAMS paper: one encoder trained with MLM only (Table 1, Eq. 1).
+
+  No next-sentence prediction. The masking policy (15%, 80/10/10 replacement) is a data setting
+  (`PretrainDataConfig`); architecture and optimisation follow Table 5 as for TEAMS, so the
+  comparison is compute-matched (§4.1).
+
+  Attributes:
+    encoder: the encoder that is trained and kept; its embedding table is tied to the MLM
+      output layer (BERT).
+  """
+  encoder: encoders.BertEncoderConfig = dataclasses.field(
+      default_factory=lambda: encoder_sizes.encoder_config('small'))

@@ -14,6 +14,7 @@ from official.core import task_factory
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import experiments
 from teams_tf.models import teams_pretrainer
+from teams_tf.tasks import mlm_task
 from tests import testing_utils
 
 _ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
@@ -23,13 +24,15 @@ _GIN_FILES = sorted(glob.glob(os.path.join(_ROOT, 'gin_configs', '*.gin')))
 
 class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
 
-  def test_paper_sizes_follow_table5(self):
+  @parameterized.parameters('teams', 'bert')
+  def test_paper_sizes_follow_table5(self, objective):
     expected = {  # layers, hidden, embedding, heads, intermediate, lr, batch, steps.
-        'teams_small': (12, 256, 128, 4, 1024, 5e-4, 256, 500_000),
-        'teams_base': (12, 768, 768, 12, 3072, 2e-4, 256, 1_000_000),
-        'teams_large': (24, 1024, 1024, 16, 4096, 2e-4, 2048, 1_760_000),
+        'small': (12, 256, 128, 4, 1024, 5e-4, 256, 500_000),
+        'base': (12, 768, 768, 12, 3072, 2e-4, 256, 1_000_000),
+        'large': (24, 1024, 1024, 16, 4096, 2e-4, 2048, 1_760_000),
     }
-    for name, values in expected.items():
+    for size, values in expected.items():
+      name = f'{objective}_{size}'
       params = exp_factory.get_exp_config(name)
       params.validate()
       encoder = params.task.model.encoder
@@ -42,12 +45,29 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
       self.assertEqual(10_000, optimizer.warmup.linear.warmup_steps)
       self.assertEqual(1e-6, optimizer.optimizer.adamw.epsilon)
       self.assertEqual(0.01, optimizer.optimizer.adamw.weight_decay_rate)
+      self.assertEqual((0.1, 0.1), (encoder.dropout_rate, encoder.attention_dropout_rate))
       self.assertEqual(512, params.task.train_data.seq_length)
-      self.assertEqual(0.15, params.task.train_data.mask_rate)
-      model = params.task.model
+      data = params.task.train_data
+      self.assertEqual((0.15, 0.8, 0.1),
+                       (data.mask_rate, data.mask_token_rate, data.random_token_rate))
+
+  def test_teams_paper_knobs(self):
+    for size in ('small', 'base', 'large'):
+      model = exp_factory.get_exp_config(f'teams_{size}').task.model
       self.assertEqual((0.5, 5, 5.0, 2.0, 'sampled'),
                        (model.generator_depth_fraction, model.num_negatives,
                         model.rtd_loss_weight, model.mws_loss_weight, model.candidate_sampling))
+
+  @parameterized.parameters('small', 'base', 'large', 'demo')
+  def test_bert_is_mlm_only_and_otherwise_equals_teams(self, size):
+    # Table 1 compares BERT and TEAMS at equal architecture, data and optimisation (§4.1).
+    bert = exp_factory.get_exp_config(f'bert_{size}')
+    self.assertIsInstance(bert.task, mlm_task.MlmPretrainTaskConfig)
+    bert = bert.as_dict()
+    teams = exp_factory.get_exp_config(f'teams_{size}').as_dict()
+    bert_model, teams_model = bert['task'].pop('model'), teams['task'].pop('model')
+    self.assertEqual({'encoder': teams_model['encoder']}, bert_model)
+    self.assertEqual(teams, bert)
 
   def test_every_experiment_builds_its_task(self):
     for name in experiments.experiment_names():

@@ -4,35 +4,19 @@ import numpy as np
 import tensorflow as tf
 
 from official.core import task_factory
-from official.modeling import optimization
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.data import embedded
-from teams_tf.data import pretrain_dataloader
-from teams_tf.data import tokenization
 from teams_tf.tasks import teams_task
 from tests import testing_utils
 
 
 def _task_config(**model_overrides):
-  vocab_size = tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
-  data = dict(vocab_file='sample:vocab', seq_length=32, max_predictions_per_seq=5,
-              global_batch_size=4)
+  train_data, validation_data = testing_utils.sample_data_configs()
   return teams_task.TeamsPretrainTaskConfig(
       model=testing_utils.tiny_teams_config(
-          encoder=testing_utils.tiny_encoder_config(vocab_size=vocab_size), **model_overrides),
-      train_data=pretrain_dataloader.PretrainDataConfig(
-          input_path='sample:train', is_training=True, seed=1, **data),
-      validation_data=pretrain_dataloader.PretrainDataConfig(
-          input_path='sample:valid', is_training=False, seed=1, **data))
-
-
-def _optimizer(learning_rate):
-  factory = optimization.OptimizerFactory(optimization.OptimizationConfig({
-      'optimizer': {'type': 'adamw'},
-      'learning_rate': {'type': 'constant', 'constant': {'learning_rate': learning_rate}},
-  }))
-  return factory.build_optimizer(factory.build_learning_rate())
+          encoder=testing_utils.tiny_encoder_config(
+              vocab_size=testing_utils.sample_vocab_size()), **model_overrides),
+      train_data=train_data, validation_data=validation_data)
 
 
 class TeamsTaskTest(tf.test.TestCase):
@@ -45,7 +29,8 @@ class TeamsTaskTest(tf.test.TestCase):
     dataset = task.build_inputs(task.task_config.train_data)
     batch = next(iter(dataset))
     self.assertGreater(float(tf.reduce_sum(batch['masked_lm_weights'])), 0)
-    logs = task.train_step(batch, model, _optimizer(1e-3), metrics=metrics)
+    logs = task.train_step(
+        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
     self.assertTrue(np.isfinite(float(logs['loss'])))
     results = {m.name: float(m.result()) for m in metrics}
     self.assertEqual(
@@ -76,7 +61,7 @@ class TeamsTaskTest(tf.test.TestCase):
     task = task_factory.get_task(_task_config())
     model = task.build_model()
     batch = next(iter(task.build_inputs(task.task_config.train_data)))
-    optimizer = _optimizer(3e-3)
+    optimizer = testing_utils.constant_lr_optimizer(3e-3)
     step = tf.function(lambda: task.train_step(batch, model, optimizer))
     first = float(step()['loss'])
     for _ in range(40):

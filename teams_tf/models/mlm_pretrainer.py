@@ -1,0 +1,55 @@
+"""BERT baseline of the TEAMS paper: one encoder pretrained with masked LM only (Table 1, Eq. 1).
+
+There is no next-sentence prediction and no second network. The model is Model Garden's own
+`BertPretrainerV2` over Model Garden's `BertEncoderV2`, with the MLM head that Model Garden's
+`MaskedLMTask` builds (BERT's transform: dense + activation + LayerNorm, then a dot product with
+the tied input embedding table plus an output bias):
+
+  x^M --BertEncoderV2 (L layers)--> h [B, T, H] --MaskedLM at masked_lm_positions--> [B, P, V]
+
+Because the encoder *is* a `BertEncoderV2`, its checkpoint entry `encoder` (from
+`BertPretrainerV2.checkpoint_items`) restores directly into fine-tuning tasks built with
+`encoder.type: bert_v2` and `init_checkpoint`, like the kept TEAMS discriminator.
+"""
+
+import tf_keras
+
+from official.modeling import tf_utils
+from official.nlp.configs import encoders
+from official.nlp.modeling import models
+
+from teams_tf.configs import models as model_configs
+
+
+def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrainerV2:
+  """Builds the BERT-MLM pretrainer from its config (the only reader of MlmConfig).
+
+  Args:
+    config: an MlmConfig.
+
+  Returns:
+    A Model Garden `BertPretrainerV2` named 'mlm_pretrainer'. Inputs (dict): `input_word_ids`
+    [B, T] int32 (x^M), `input_mask` [B, T] int32, `input_type_ids` [B, T] int32,
+    `masked_lm_positions` [B, P] int32 (other keys are ignored). Outputs (dict):
+      `mlm_logits`: [B, P, V] scores over the vocabulary (Eq. 2 before the softmax) in the
+        compute dtype (float32; bfloat16 under `mixed_bfloat16`, so losses cast to float32).
+      `sequence_output`: [B, T, H] last-layer output (the kept representation).
+      `pooled_output`: [B, H] Model Garden's [CLS] pooler output (read by no loss).
+      `encoder_outputs`: list of L tensors [B, T, H], one per layer.
+    Everything is differentiable; the MLM loss reaches every encoder layer and the tied
+    embedding table (through both the input embeddings and the output layer).
+  """
+  encoder = encoders.build_encoder(
+      encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder))
+  # No loss reads the pooled [CLS] output (there is no next-sentence task), so the pooler stays
+  # out of the optimizer instead of being reported as variables without gradients. It is still
+  # checkpointed, so fine-tuning restores the full BertEncoderV2.
+  encoder.pooler_layer.trainable = False
+  # Model Garden's MaskedLMTask head: the encoder's activation (BERT's `hidden_act`) and a
+  # truncated normal with the encoder's initializer range.
+  return models.BertPretrainerV2(
+      encoder_network=encoder,
+      mlm_activation=tf_utils.get_activation(config.encoder.hidden_activation),
+      mlm_initializer=tf_keras.initializers.TruncatedNormal(
+          stddev=config.encoder.initializer_range),
+      name='mlm_pretrainer')

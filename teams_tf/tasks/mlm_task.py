@@ -1,0 +1,60 @@
+"""BERT-MLM pretraining Task, the TEAMS paper's BERT baseline: the loss of Eq. (1) alone."""
+
+import dataclasses
+
+import tensorflow as tf
+import tf_keras
+
+from official.core import config_definitions as cfg
+from official.core import task_factory
+
+from teams_tf.configs import models as model_configs
+from teams_tf.data import pretrain_dataloader
+from teams_tf.losses import classification
+from teams_tf.models import mlm_pretrainer
+from teams_tf.tasks import pretrain_base
+
+
+@dataclasses.dataclass
+class MlmPretrainTaskConfig(cfg.TaskConfig):
+  """BERT-MLM pretraining task: model and data."""
+  model: model_configs.MlmConfig = dataclasses.field(default_factory=model_configs.MlmConfig)
+  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
+  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
+
+
+def _mlm_loss(labels, outputs):
+  """Eq. (1) on a batch: float32 scalar mean over masked positions (padded slots weigh 0)."""
+  return classification.masked_lm_loss(
+      outputs['mlm_logits'], labels['masked_lm_ids'], labels['masked_lm_weights'])
+
+
+@task_factory.register_task_cls(MlmPretrainTaskConfig)
+class MlmPretrainTask(pretrain_base.PretrainTask):
+  """One encoder, masked language modelling only: L = L_MLM (Eq. 1); no next-sentence task."""
+
+  def build_model(self):
+    return mlm_pretrainer.build_mlm_pretrainer(self.task_config.model)
+
+  def build_losses(self, labels, model_outputs, aux_losses=None):
+    """MLM loss of Eq. (1) (plus any Keras regularization losses), float32 scalar."""
+    total = _mlm_loss(labels, model_outputs)
+    if aux_losses:
+      total += tf.add_n(aux_losses)
+    return total
+
+  def build_metrics(self, training=None):
+    del training
+    return [
+        tf_keras.metrics.Mean(name='mlm_loss'),
+        tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
+    ]
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    metrics = {metric.name: metric for metric in metrics}
+    metrics['mlm_loss'].update_state(_mlm_loss(labels, model_outputs))
+    metrics['mlm_accuracy'].update_state(
+        labels['masked_lm_ids'], tf.cast(model_outputs['mlm_logits'], tf.float32),
+        labels['masked_lm_weights'])
