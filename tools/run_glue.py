@@ -45,6 +45,7 @@ from official.nlp.tasks import sentence_prediction
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import finetune_experiments
+from teams_tf.data import atomic_files
 from teams_tf.data import glue_metrics
 
 _TASKS = flags.DEFINE_list('tasks', None, f'GLUE tasks: {",".join(glue_metrics.TASK_METRICS)}.')
@@ -102,12 +103,8 @@ def _read_json(path):
 
 
 def _write_json_atomically(path, data):
-  """Writes under a temporary name, then renames: readers never see a partial file."""
-  temporary = f'{path}.tmp-{os.getpid()}'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    # NaN (an undefined correlation) becomes null, so the file is strict JSON.
-    f.write(json.dumps(_nan_to_none(data), indent=2, sort_keys=True) + '\n')
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  # NaN (an undefined correlation) becomes null, so the file is strict JSON.
+  atomic_files.write_json(path, _nan_to_none(data))
 
 
 def _nan_to_none(data):
@@ -375,10 +372,7 @@ def _write_tables(results, tasks, seeds, output_dir):
   table = markdown(summary, f'GLUE: {_INIT_CHECKPOINT.value or "random init"}, size '
                    f'{_SIZE.value}, seeds {",".join(map(str, seeds))}')
   _write_json_atomically(os.path.join(output_dir, 'results.json'), summary)
-  temporary = os.path.join(output_dir, f'results.md.tmp-{os.getpid()}')
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(table)
-  tf.io.gfile.rename(temporary, os.path.join(output_dir, 'results.md'), overwrite=True)
+  atomic_files.write_text(os.path.join(output_dir, 'results.md'), table)
   return table
 
 

@@ -38,6 +38,7 @@ import tensorflow_datasets as tfds
 from official.nlp.data import classifier_data_lib
 from official.nlp.tools import tokenization as mg_tokenization
 
+from teams_tf.data import atomic_files
 from teams_tf.data import tokenization
 
 # The GLUE tasks of the TEAMS paper (Table 2), named as in `configs/finetune_experiments.py`.
@@ -366,14 +367,6 @@ def _instrument(processor, stats, max_train_examples, subset_seed):
   processor.featurize_example = featurize_example
 
 
-def write_json_atomically(path, data):
-  """Writes JSON under a temporary name, then renames it: readers never see a partial file."""
-  temporary = f'{path}.tmp-{os.getpid()}'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(json.dumps(data, indent=2, sort_keys=True) + '\n')
-  tf.io.gfile.rename(temporary, path, overwrite=True)
-
-
 RECORD_FILES = {'train': 'train.tfrecord', 'dev': 'dev.tfrecord'}
 
 
@@ -433,5 +426,5 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
       lower_case=lower_case,
       special_ids={'pad': vocab.pad_id, 'unk': vocab.unk_id, 'cls': vocab.cls_id,
                    'sep': vocab.sep_id})
-  write_json_atomically(meta_path, meta_data)
+  atomic_files.write_json(meta_path, meta_data)
   return meta_data, stats

@@ -24,7 +24,6 @@ Record features (tf.train.Example; T = seq_length, P = max_predictions_per_seq):
 import dataclasses
 import functools
 import hashlib
-import json
 import multiprocessing
 import os
 import shutil
@@ -35,6 +34,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from teams_tf.data import atomic_files
 from teams_tf.data import corpus
 from teams_tf.data import masking
 from teams_tf.data import progress
@@ -290,11 +290,7 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
 
   summary = _summary(source, files, options, vocab, corpus_stats, packing_stats, names,
                      shard_records)
-  summary_path = os.path.join(output_dir, f'{output_prefix}-summary.json')
-  temporary = os.path.join(output_dir, f'.{output_prefix}-summary.json.incomplete')
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(json.dumps(summary, indent=2) + '\n')
-  tf.io.gfile.rename(temporary, summary_path, overwrite=True)
+  atomic_files.write_json(os.path.join(output_dir, f'{output_prefix}-summary.json'), summary)
   return summary
 
 

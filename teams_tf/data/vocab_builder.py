@@ -19,6 +19,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops import bert_tokenizer
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from teams_tf.data import atomic_files
 from teams_tf.data import corpus
 from teams_tf.data import progress
 from teams_tf.data import tokenization
@@ -145,11 +146,8 @@ def learn_vocabulary(word_counts: dict[str, int], vocab_size: int,
 
 
 def write_vocabulary(tokens: list[str], path: str) -> None:
-  """Writes one token per line to `path.incomplete`, then renames it to `path`."""
-  temporary = path + '.incomplete'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(''.join(token + '\n' for token in tokens))
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  """Writes one token per line; `path` appears only when complete."""
+  atomic_files.write_text(path, ''.join(token + '\n' for token in tokens))
 
 
 def unknown_token_counts(word_counts: dict[str, int], tokens: Iterable[str]) -> tuple[int, int]:
