@@ -38,23 +38,16 @@ class MlmPretrainTask(pretrain_base.PretrainTask):
   def build_model(self):
     return mlm_pretrainer.build_mlm_pretrainer(self.task_config.model)
 
-  def build_losses(self, labels, model_outputs, aux_losses=None):
-    """MLM loss of Eq. (1) (plus any Keras regularization losses), float32 scalar."""
-    total = _mlm_loss(labels, model_outputs)
-    if aux_losses:
-      total += tf.add_n(aux_losses)
-    return total
+  def loss_weights(self):
+    return {'mlm_loss': 1.0}
 
-  def build_metrics(self, training=None):
-    del training
-    return [
-        tf_keras.metrics.Mean(name='mlm_loss'),
-        tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
-    ]
+  def loss_terms(self, labels, model_outputs):
+    return {'mlm_loss': _mlm_loss(labels, model_outputs)}
 
-  def process_metrics(self, metrics, labels, model_outputs):
-    metrics = {metric.name: metric for metric in metrics}
-    metrics['mlm_loss'].update_state(_mlm_loss(labels, model_outputs))
+  def task_metrics(self):
+    return [tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy')]
+
+  def update_task_metrics(self, metrics, labels, model_outputs):
     metrics['mlm_accuracy'].update_state(
         labels['masked_lm_ids'], tf.cast(model_outputs['mlm_logits'], tf.float32),
         labels['masked_lm_weights'])

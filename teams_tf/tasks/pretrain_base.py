@@ -1,9 +1,12 @@
-"""Plumbing shared by every pretraining Task: inputs and config checks.
+"""Plumbing shared by every pretraining Task: inputs, config checks, weighted loss terms.
 
-Each objective's Task subclasses `PretrainTask` and adds only build_model, build_losses,
-build_metrics and process_metrics. Training and validation steps are Model Garden's
-`base_task.Task` ones (replica loss scaling, LossScaleOptimizer handling).
+Each objective's Task subclasses `PretrainTask` and adds only build_model, its named loss terms
+with their weights, and any metrics beyond one mean per loss term. Training and validation steps
+are Model Garden's `base_task.Task` ones (replica loss scaling, LossScaleOptimizer handling).
 """
+
+import tensorflow as tf
+import tf_keras
 
 from official.core import base_task
 
@@ -43,3 +46,39 @@ class PretrainTask(base_task.Task):
   def build_inputs(self, params, input_context=None):
     """Masked pretraining batches; see `pretrain_dataloader.PretrainDataLoader` for the spec."""
     return pretrain_dataloader.PretrainDataLoader(params).load(input_context)
+
+  def loss_weights(self):
+    """Dict from loss-term name to its weight in the total loss."""
+    raise NotImplementedError
+
+  def loss_terms(self, labels, model_outputs):
+    """Dict from loss-term name (the keys of `loss_weights`) to a float32 scalar."""
+    raise NotImplementedError
+
+  def task_metrics(self):
+    """Metrics beyond one mean per loss term (accuracies, AUC, ...); default none."""
+    return []
+
+  def update_task_metrics(self, metrics, labels, model_outputs):
+    """Updates the `task_metrics`, given as a dict by name."""
+    del metrics, labels, model_outputs
+
+  def build_losses(self, labels, model_outputs, aux_losses=None):
+    """Weighted sum of the loss terms plus any Keras regularization losses, float32 scalar."""
+    weights = self.loss_weights()
+    terms = self.loss_terms(labels, model_outputs)
+    total = tf.add_n([weights[name] * value for name, value in terms.items()])
+    if aux_losses:
+      total += tf.add_n(aux_losses)
+    return total
+
+  def build_metrics(self, training=None):
+    del training
+    return ([tf_keras.metrics.Mean(name=name) for name in self.loss_weights()] +
+            self.task_metrics())
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    metrics = {metric.name: metric for metric in metrics}
+    for name, value in self.loss_terms(labels, model_outputs).items():
+      metrics[name].update_state(value)
+    self.update_task_metrics(metrics, labels, model_outputs)

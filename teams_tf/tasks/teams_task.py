@@ -58,22 +58,17 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
   def build_model(self):
     return teams_pretrainer.build_teams_pretrainer(self.task_config.model)
 
-  def build_losses(self, labels, model_outputs, aux_losses=None):
-    """Total loss of Eq. (9) (plus any Keras regularization losses), float32 scalar."""
+  def loss_weights(self):
+    """Eq. (9): 1 for the generator's MLM, λ1 for RTD, λ2 for MWS."""
     config = self.task_config.model
-    terms = loss_terms(labels, model_outputs)
-    total = (terms['mlm_loss'] + config.rtd_loss_weight * terms['rtd_loss'] +
-             config.mws_loss_weight * terms['mws_loss'])
-    if aux_losses:
-      total += tf.add_n(aux_losses)
-    return total
+    return {'mlm_loss': 1.0, 'rtd_loss': config.rtd_loss_weight,
+            'mws_loss': config.mws_loss_weight}
 
-  def build_metrics(self, training=None):
-    del training
+  def loss_terms(self, labels, model_outputs):
+    return loss_terms(labels, model_outputs)
+
+  def task_metrics(self):
     return [
-        tf_keras.metrics.Mean(name='mlm_loss'),
-        tf_keras.metrics.Mean(name='rtd_loss'),
-        tf_keras.metrics.Mean(name='mws_loss'),
         tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
         tf_keras.metrics.BinaryAccuracy(name='rtd_accuracy', threshold=0.0),
         tf_keras.metrics.AUC(name='rtd_auc', from_logits=True),
@@ -82,10 +77,7 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
         tf_keras.metrics.Mean(name='replaced_fraction'),
     ]
 
-  def process_metrics(self, metrics, labels, model_outputs):
-    metrics = {metric.name: metric for metric in metrics}
-    for name, value in loss_terms(labels, model_outputs).items():
-      metrics[name].update_state(value)
+  def update_task_metrics(self, metrics, labels, model_outputs):
     weights = labels['masked_lm_weights']
     input_mask = labels['input_mask']
     metrics['mlm_accuracy'].update_state(
