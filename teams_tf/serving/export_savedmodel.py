@@ -76,6 +76,15 @@ def _restore(checkpoint_path, what, **items):
                      f'(wrong --kind or --model_dir?): {" ".join(str(e).split())[:1000]}') from e
 
 
+def _restored_encoder(encoder_config, checkpoint_path):
+  """Builds the Model Garden encoder of `encoder_config` and restores checkpoint item `encoder`."""
+  encoder = encoders.build_encoder(encoder_config)
+  dummy = tf.ones([1, 1], tf.int32)
+  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
+  _restore(checkpoint_path, 'an encoder', encoder=encoder)
+  return encoder
+
+
 def export_encoder(export_dir: str, *, encoder_config: encoders.EncoderConfig,
                    checkpoint_path: str, vocab_file: str, lower_case: bool,
                    seq_length: int) -> List[ExportedModel]:
@@ -93,10 +102,7 @@ def export_encoder(export_dir: str, *, encoder_config: encoders.EncoderConfig,
     The two `ExportedModel`s, encoder first.
   """
   vocab = _check_fits_encoder(encoder_config, vocab_file, seq_length)
-  encoder = encoders.build_encoder(encoder_config)
-  dummy = tf.ones([1, 1], tf.int32)
-  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
-  _restore(checkpoint_path, 'an encoder', encoder=encoder)
+  encoder = _restored_encoder(encoder_config, checkpoint_path)
   encoder_dir = os.path.join(export_dir, 'encoder')
   preprocessing_dir = os.path.join(export_dir, 'preprocessing')
   with tempfile.TemporaryDirectory() as tmp:
@@ -284,10 +290,7 @@ def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = 
       settings.params.get('task', {}).get('model') or {}, params_path)
   vocab = _check_fits_encoder(
       encoder_config, settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'), 1)
-  encoder = encoders.build_encoder(encoder_config)
-  dummy = tf.ones([1, 1], tf.int32)
-  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
-  _restore(checkpoint_path, 'an encoder', encoder=encoder)
+  encoder = _restored_encoder(encoder_config, checkpoint_path)
   lower_case = settings.get('lower_case', lower_case, 'task.train_data.lower_case')
   return encoder, encoder_config, vocab, lower_case
 
