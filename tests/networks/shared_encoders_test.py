@@ -36,7 +36,44 @@ class SharedEncodersTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEmpty(gen_vars & disc_vars)
     # Tied embeddings (ELECTRA): the very same table.
     self.assertIs(generator.get_embedding_table(), discriminator.get_embedding_table())
-    self.assertIs(generator.embedding_network, discriminator.embedding_network)
+    shared = generator.embedding_network.get_layer('embeddings')
+    self.assertIs(shared, discriminator.embedding_network.get_layer('embeddings'))
+    # Each encoder projects the shared E-wide embeddings to its width with its own kernel.
+    self.assertIsNot(generator.embedding_network.get_layer('embedding_projection'),
+                     discriminator.embedding_network.get_layer('embedding_projection'))
+
+  @parameterized.named_parameters(
+      ('electra_small', 0.25, 256, 128, 64), ('electra_base', 1 / 3, 768, 768, 256))
+  def test_narrow_generator_ties_embeddings_and_projects_them(
+      self, fraction, hidden, embedding, generator_hidden):
+    config = testing_utils.tiny_encoder_config(num_layers=2).replace(
+        hidden_size=hidden, intermediate_size=4 * hidden, num_attention_heads=hidden // 64,
+        embedding_size=embedding)
+    generator, discriminator = shared_encoders.build_generator_and_discriminator(
+        config, num_generator_layers=2, num_shared_layers=0, generator_width_fraction=fraction)
+    ids = tf.ones([2, 8], tf.int32)
+    generator_output = generator([ids, ids, ids * 0])['sequence_output']
+    discriminator_output = discriminator([ids, ids, ids * 0])['sequence_output']
+    self.assertEqual((2, 8, generator_hidden), tuple(generator_output.shape))
+    self.assertEqual((2, 8, hidden), tuple(discriminator_output.shape))
+    self.assertIs(generator.get_embedding_table(), discriminator.get_embedding_table())
+    block = generator.hidden_layers[0]
+    self.assertEqual(4 * generator_hidden, block._inner_dim)  # pylint: disable=protected-access
+    self.assertEqual(generator_hidden // 64,
+                     block._num_heads)  # pylint: disable=protected-access
+    # E == H for base: the discriminator uses the shared embeddings directly.
+    has_projection = any(layer.name == 'embedding_projection'
+                         for layer in discriminator.embedding_network.layers)
+    self.assertEqual(embedding != hidden, has_projection)
+
+  @parameterized.named_parameters(
+      ('fractional_heads', 0.3, 0, 'whole, positive sizes'),
+      ('shared_layers_need_full_width', 0.5, 1, 'as wide as the discriminator'))
+  def test_invalid_widths(self, fraction, shared, message):
+    with self.assertRaisesRegex(ValueError, message):
+      shared_encoders.build_generator_and_discriminator(
+          testing_utils.tiny_encoder_config(num_layers=2), 2, shared,
+          generator_width_fraction=fraction)
 
   def test_output_shapes(self):
     config = testing_utils.tiny_encoder_config(num_layers=2)
