@@ -28,7 +28,7 @@ def tiny_encoder_config(num_layers=2, vocab_size=VOCAB_SIZE):
 def tiny_teams_config(**overrides):
   """TEAMS over a 2-layer discriminator with a 2-layer generator sharing its bottom layer."""
   defaults = dict(
-      encoder=tiny_encoder_config(), generator_depth_fraction=1.0, num_shared_layers=1,
+      encoder=tiny_encoder_config(), num_generator_layers=2, num_shared_layers=1,
       num_negatives=3)
   defaults.update(overrides)
   return models.TeamsConfig(**defaults)

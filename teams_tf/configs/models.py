@@ -15,31 +15,54 @@ from teams_tf.configs import encoders as encoder_sizes
 
 @dataclasses.dataclass
 class TeamsConfig(base_config.Config):
-  """TEAMS pretrainer (paper §3.2, Eq. 9).
+  """Generator + discriminator pretrainer: TEAMS (§3.2, Eq. 9) and, as configurations, ELECTRA.
+
+  Defaults are TEAMS. ELECTRA (Eq. 1 + Eq. 4) is `mws_loss_weight=0`, `rtd_head_type='ffn'`,
+  `rtd_loss_weight=50`, a full-depth generator of ELECTRA's width and `num_shared_layers=0`
+  (see `configs/experiments.py`); "Only MWS" (Table 2) is `rtd_loss_weight=0`.
 
   Attributes:
-    encoder: the discriminator. The generator has the same width (hidden, intermediate,
-      heads, embedding size) and tied embeddings (§3.2 "Partial Layer Sharing").
-    generator_depth_fraction: generator layers / discriminator layers; must give a whole
-      number of layers. Paper: 1/2 for every size (§4.1, Table 5).
+    encoder: the discriminator. The generator has its depth and width set below and tied
+      embeddings (word, position, type and their LayerNorm; ELECTRA §3.2), each encoder
+      projecting them to its own width.
+    num_generator_layers: generator depth in [1, L]. None = L / 2 (Table 5, "Generator Size
+      1/2"; Figure 4 varies it).
+    generator_width_fraction: generator hidden size, intermediate size and heads as a fraction
+      of the discriminator's (TEAMS: 1, §3.2; ELECTRA Table 6: 1/4 small, 1/3 base, 1/4 large).
     num_shared_layers: how many bottom generator layers are the discriminator's bottom
       layers (same variables). None = the bottom half of the generator (paper §3.2);
-      0 = no tie; all generator layers = full tie.
-    num_negatives: K, non-original candidates per masked position (paper: 5, §4.1).
+      0 = no tie; all generator layers = full tie (Table 4). Needs a full-width generator.
+    num_negatives: K, non-original candidates per masked position (paper: 5, §4.1; Figure 5
+      varies it from 1 to 50). Unused when `mws_loss_weight` is 0.
     candidate_sampling: 'sampled' from P_G without replacement (paper §3.2) or 'hardest'
       (the K most likely non-original tokens; Figure 5).
-    rtd_head_input_layer: 1-based discriminator layer whose output feeds the RTD task layer.
-      None = L - 1 (paper §3.2).
-    rtd_loss_weight: λ1 of Eq. (9) (paper: 5).
-    mws_loss_weight: λ2 of Eq. (9) (paper: 2).
+    rtd_head_type: 'attention', one extra transformer layer (§3.2), or 'ffn', a per-token
+      dense layer (ELECTRA's head; Table 3 "Use FFN task heads").
+    rtd_head_input_layer: 1-based discriminator layer whose output feeds the RTD head.
+      None = L - 1 for the attention head (§3.2), L for the FFN head (ELECTRA, Table 3).
+    mws_task_layer: add one transformer layer between layer L and the MWS head, so both tasks
+      get a task layer on top of layer L (Table 3 "Add task head on 12th layer"; with
+      `rtd_head_input_layer` = L). The kept encoder then has L + 1 layers.
+    exported_representation: which stack becomes the kept encoder: 'top' = layers 1..L (plus
+      the MWS task layer if any), the MWS representations in TEAMS (footnote 3); 'rtd_task_layer'
+      = layers 1..`rtd_head_input_layer` plus the attention RTD task layer (Table 3 "Use RTD
+      task head outputs").
+    rtd_loss_weight: λ1 of Eq. (9) (TEAMS: 5; ELECTRA's λ: 50). 0 disables RTD: no RTD head is
+      built (Table 2 "Only MWS").
+    mws_loss_weight: λ2 of Eq. (9) (TEAMS: 2). 0 disables MWS: no candidate sets and no MWS
+      head (ELECTRA; Table 2 "Only RTD").
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
-  generator_depth_fraction: float = 0.5
+  num_generator_layers: Optional[int] = None
+  generator_width_fraction: float = 1.0
   num_shared_layers: Optional[int] = None
   num_negatives: int = 5
   candidate_sampling: str = 'sampled'
+  rtd_head_type: str = 'attention'
   rtd_head_input_layer: Optional[int] = None
+  mws_task_layer: bool = False
+  exported_representation: str = 'top'
   rtd_loss_weight: float = 5.0
   mws_loss_weight: float = 2.0
 

@@ -41,15 +41,15 @@ class CandidateSampler(tf_keras.layers.Layer):
 
     Args:
       num_negatives: K, the number of non-original candidates per masked position
-        (paper default 5, §4.1).
+        (paper default 5, §4.1); 0 draws only the replaced tokens (ELECTRA).
       strategy: 'sampled' draws the K candidates from P_G without replacement (paper
         default); 'hardest' takes the K most likely non-original tokens.
       **kwargs: Keras layer arguments (`name`, `dtype`, ...).
     """
     super().__init__(**kwargs)
-    if num_negatives < 1:
+    if num_negatives < 0:
       raise ValueError(
-          f'num_negatives={num_negatives} must be >= 1 (K non-original candidates).')
+          f'num_negatives={num_negatives} must be >= 0 (K non-original candidates).')
     if strategy not in _STRATEGIES:
       raise ValueError(
           f'Unknown candidate sampling strategy {strategy!r}; use one of {_STRATEGIES}.')
@@ -75,7 +75,7 @@ class CandidateSampler(tf_keras.layers.Layer):
     Returns:
       Dict with
         `replaced_ids`: [B, P] int32 x̂_i ~ P_G(·|x^M), may equal x_i.
-        `negative_ids`: [B, P, K] int32, K distinct ids, none equal to x_i.
+        `negative_ids`: [B, P, K] int32, K distinct ids, none equal to x_i (empty for K = 0).
     """
     logits = tf.stop_gradient(tf.cast(logits, tf.float32))
     vocab_size = tf.shape(logits)[-1]
@@ -87,6 +87,9 @@ class CandidateSampler(tf_keras.layers.Layer):
         flat_logits, 1, replace_seed, dtype=tf.int32)
     replaced_ids = tf.reshape(replaced, tf.shape(original_ids))
 
+    if not self._num_negatives:
+      return dict(replaced_ids=replaced_ids,
+                  negative_ids=tf.zeros(tf.concat([tf.shape(original_ids), [0]], 0), tf.int32))
     is_original = tf.one_hot(
         tf.cast(original_ids, tf.int32), vocab_size, on_value=True, off_value=False)
     scores = tf.where(is_original, tf.constant(-float('inf')), logits)

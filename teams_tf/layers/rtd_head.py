@@ -1,10 +1,10 @@
-"""Attention-based replaced-token-detection head, TEAMS §3.2 and Eq. (6).
+"""Replaced-token-detection heads: attention-based (TEAMS §3.2, Eq. 6) and per-token FFN.
 
 The head is one extra transformer layer (self-attention + one-hidden-layer FFN) fed by the
 output of an intermediate discriminator layer (paper default: layer L-1), followed by the
 linear logit w^T h_D^RTD(x^R)_i of Eq. (6). The discriminator's own top layer L keeps serving
 the MWS task, so the two tasks get task-specific representations that still attend over the
-whole sequence.
+whole sequence. `FfnRtdHead` is the per-token alternative (ELECTRA's head; TEAMS Table 3).
 """
 
 import gin
@@ -81,5 +81,59 @@ class AttentionRtdHead(tf_keras.layers.Layer):
     config.update(
         inner_activation=tf_keras.activations.serialize(
             tf_keras.activations.get(self._config['inner_activation'])),
+        kernel_initializer=tf_keras.initializers.serialize(self._config['kernel_initializer']))
+    return config
+
+
+@tf_keras.utils.register_keras_serializable(package='teams_tf')
+class FfnRtdHead(tf_keras.layers.Layer):
+  """Per-token feed-forward RTD head: ELECTRA's discriminator head, TEAMS Figure 2 (left).
+
+  Dense(H) + activation, then the linear logit of Eq. (3)/(6). Each token is scored on its own
+  representation; no attention inside the head (TEAMS Table 3 "Use FFN task heads", and the
+  ELECTRA baseline).
+  """
+
+  def __init__(self, hidden_size, activation='gelu', kernel_initializer='glorot_uniform',
+               **kwargs):
+    """Initializes the head.
+
+    Args:
+      hidden_size: width of the hidden dense layer (ELECTRA: the discriminator's H).
+      activation: activation of the hidden layer (ELECTRA: gelu).
+      kernel_initializer: initializer of both kernels.
+      **kwargs: Keras layer arguments (`name`, `dtype`, ...).
+    """
+    super().__init__(**kwargs)
+    initializer = tf_keras.initializers.get(kernel_initializer)
+    self._config = dict(hidden_size=hidden_size, activation=activation,
+                        kernel_initializer=initializer)
+    self.dense = tf_keras.layers.Dense(
+        hidden_size, activation=tf_utils.get_activation(activation),
+        kernel_initializer=tf_utils.clone_initializer(initializer), name='dense')
+    self.classifier = tf_keras.layers.Dense(
+        1, kernel_initializer=tf_utils.clone_initializer(initializer), name='classifier')
+
+  def call(self, sequence_data, attention_mask=None, training=None):
+    """Computes RTD logits.
+
+    Args:
+      sequence_data: [B, T, H] discriminator layer output.
+      attention_mask: unused (a per-token head attends to nothing); accepted so that both RTD
+        heads are called alike.
+      training: unused (no dropout in the head).
+
+    Returns:
+      [B, T] float32 log-odds that each token of x^R is original.
+    """
+    del attention_mask, training
+    return tf.cast(tf.squeeze(self.classifier(self.dense(sequence_data)), -1), tf.float32)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+        hidden_size=self._config['hidden_size'],
+        activation=tf_keras.activations.serialize(
+            tf_utils.get_activation(self._config['activation'])),
         kernel_initializer=tf_keras.initializers.serialize(self._config['kernel_initializer']))
     return config

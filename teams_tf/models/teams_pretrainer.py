@@ -1,5 +1,8 @@
 """TEAMS pretrainer: generator MLM + discriminator RTD and MWS (Shen et al., 2021, §3).
 
+ELECTRA (RTD only) and "Only MWS" are configurations of the same model (TEAMS Table 2): a loss
+weight of 0 leaves its head out.
+
 Data flow for one batch (shapes: B batch, T tokens, P masked slots, K negatives, V vocab):
   x^M --generator--> MLM logits [B, P, V] --CandidateSampler--> x̂ [B, P], negatives [B, P, K]
   x^R = x with x̂ at the masked positions --discriminator (L layers)-->
@@ -35,7 +38,7 @@ def _scatter_masked(values, positions, weights, shape):
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')
 class TeamsPretrainer(tf_keras.Model):
-  """Generator + discriminator with attention-based RTD and MWS heads.
+  """Generator + discriminator with optional RTD and MWS heads (TEAMS; ELECTRA; MWS only).
 
   Inputs (dict): `input_word_ids` [B, T] int32 (x^M: masked tokens replaced per the masking
   policy), `input_mask` [B, T] int32, `input_type_ids` [B, T] int32, `masked_lm_positions`
@@ -45,12 +48,13 @@ class TeamsPretrainer(tf_keras.Model):
   Outputs (dict):
     `mlm_logits`: [B, P, V] float32 generator logits (Eq. 2).
     `replaced_ids`: [B, P] int32 sampled x̂ (no gradient).
-    `rtd_logits`: [B, T] float32 log-odds that x^R_i is original (Eq. 6).
     `rtd_labels`: [B, T] float32, 1 where x^R_i = x_i (every unmasked token, and masked ones
       whose sample equals the original), 0 where replaced.
-    `mws_logits`: [B, P, K + 1] float32 candidate scores (Eq. 7); column 0 is the original.
-    `candidate_ids`: [B, P, K + 1] int32 candidate sets S_i.
-    `sequence_output`: [B, T, H] discriminator layer-L output (the kept representation).
+    `rtd_logits`: [B, T] float32 log-odds that x^R_i is original (Eq. 3/6); only with an RTD
+      head.
+    `mws_logits`: [B, P, K + 1] float32 candidate scores (Eq. 7), column 0 the original;
+      `candidate_ids`: [B, P, K + 1] int32 candidate sets S_i; only with K > 0.
+    `sequence_output`: [B, T, H] discriminator layer-L output.
 
   Gradients: the generator learns only from the MLM loss; sampling is wrapped in
   `tf.stop_gradient` and x^R enters the discriminator as token ids. The RTD and MWS losses
@@ -61,10 +65,12 @@ class TeamsPretrainer(tf_keras.Model):
   def __init__(self,
                generator_network,
                discriminator_network,
-               rtd_head,
+               rtd_head=None,
+               rtd_head_input_layer=None,
                num_negatives=5,
                candidate_sampling='sampled',
-               rtd_head_input_layer=None,
+               mws_task_layer=None,
+               exported_representation='top',
                mlm_activation='gelu',
                mlm_initializer='glorot_uniform',
                seed=None,
@@ -75,11 +81,13 @@ class TeamsPretrainer(tf_keras.Model):
       generator_network: EncoderScaffold (dict outputs) producing h_G(x^M).
       discriminator_network: EncoderScaffold (dict outputs, all layer outputs) producing
         h_D(x^R); its embedding table is the tied table used by every head.
-      rtd_head: an `AttentionRtdHead` (attention mask and logits for Eq. 6).
-      num_negatives: K.
+      rtd_head: an `AttentionRtdHead` or `FfnRtdHead`, or None for no RTD task.
+      rtd_head_input_layer: 1-based discriminator layer feeding `rtd_head`.
+      num_negatives: K; 0 means no MWS task (no candidate sets, no MWS head).
       candidate_sampling: 'sampled' or 'hardest'.
-      rtd_head_input_layer: 1-based discriminator layer feeding the RTD task layer; None
-        means L - 1 (paper default).
+      mws_task_layer: optional transformer layer between discriminator layer L and the MWS
+        head.
+      exported_representation: 'top' or 'rtd_task_layer'; see `TeamsConfig`.
       mlm_activation: activation of the MLM and MWS transform layers.
       mlm_initializer: initializer of the MLM and MWS head kernels.
       seed: int seed of the sampling random stream; None draws one non-deterministically.
@@ -88,13 +96,14 @@ class TeamsPretrainer(tf_keras.Model):
     """
     super().__init__(**kwargs)
     num_layers = len(discriminator_network.hidden_layers)
-    if rtd_head_input_layer is None:
-      rtd_head_input_layer = num_layers - 1
-    if not 1 <= rtd_head_input_layer <= num_layers:
+    if rtd_head is not None and not 1 <= (rtd_head_input_layer or 0) <= num_layers:
       raise ValueError(
           f'rtd_head_input_layer={rtd_head_input_layer} must be in [1, {num_layers}] '
-          '(1-based discriminator layer; paper default L - 1).')
+          '(1-based discriminator layer).')
+    if exported_representation == 'rtd_task_layer' and not hasattr(rtd_head, 'task_layer'):
+      raise ValueError("exported_representation='rtd_task_layer' needs an attention RTD head.")
     self._rtd_head_input_layer = rtd_head_input_layer
+    self._exported_representation = exported_representation
     self.generator_network = generator_network
     self.discriminator_network = discriminator_network
     embedding_table = discriminator_network.get_embedding_table()
@@ -106,11 +115,14 @@ class TeamsPretrainer(tf_keras.Model):
         name='generator_predictions')
     self.candidate_sampler = candidate_sampler.CandidateSampler(
         num_negatives=num_negatives, strategy=candidate_sampling, name='candidate_sampler')
-    self.mws_head = mws_head.MultiWordSelectionHead(
-        embedding_table=embedding_table,
-        activation=tf_utils.get_activation(mlm_activation),
-        initializer=tf_utils.clone_initializer(initializer),
-        name='mws_head')
+    self.mws_head = None
+    if num_negatives:
+      self.mws_head = mws_head.MultiWordSelectionHead(
+          embedding_table=embedding_table,
+          activation=tf_utils.get_activation(mlm_activation),
+          initializer=tf_utils.clone_initializer(initializer),
+          name='mws_head')
+    self.mws_task_layer = mws_task_layer
     self.rtd_head = rtd_head
     self.attention_mask = layers.SelfAttentionMask()
     self._rng = (tf.random.Generator.from_seed(seed) if seed is not None
@@ -139,36 +151,49 @@ class TeamsPretrainer(tf_keras.Model):
     corrupted = tf.where(
         is_masked, _scatter_masked(samples['replaced_ids'], positions, weights, shape),
         word_ids)
-    rtd_labels = tf.cast(tf.equal(corrupted, original), tf.float32)
+    outputs = dict(
+        mlm_logits=mlm_logits,
+        replaced_ids=samples['replaced_ids'],
+        rtd_labels=tf.cast(tf.equal(corrupted, original), tf.float32))
 
     discriminator_outputs = self.discriminator_network(
         [corrupted, input_mask, type_ids], training=training)
-    layer_outputs = discriminator_outputs['encoder_outputs']
-    rtd_input = layer_outputs[self._rtd_head_input_layer - 1]
-    rtd_logits = self.rtd_head(
-        rtd_input, self.attention_mask(rtd_input, input_mask), training=training)
-
-    candidate_ids = tf.concat(
-        [tf.cast(original_ids, tf.int32)[..., None], samples['negative_ids']], axis=-1)
     sequence_output = discriminator_outputs['sequence_output']
-    mws_logits = self.mws_head(sequence_output, positions, candidate_ids)
-    return dict(
-        mlm_logits=mlm_logits,
-        replaced_ids=samples['replaced_ids'],
-        rtd_logits=rtd_logits,
-        rtd_labels=rtd_labels,
-        mws_logits=mws_logits,
-        candidate_ids=candidate_ids,
-        sequence_output=sequence_output)
+    outputs['sequence_output'] = sequence_output
+    attention_mask = self.attention_mask(sequence_output, input_mask)
+    if self.rtd_head is not None:
+      rtd_input = discriminator_outputs['encoder_outputs'][self._rtd_head_input_layer - 1]
+      outputs['rtd_logits'] = self.rtd_head(rtd_input, attention_mask, training=training)
+    if self.mws_head is not None:
+      mws_input = sequence_output
+      if self.mws_task_layer is not None:
+        mws_input = self.mws_task_layer([sequence_output, attention_mask], training=training)
+      candidate_ids = tf.concat(
+          [tf.cast(original_ids, tf.int32)[..., None], samples['negative_ids']], axis=-1)
+      outputs['mws_logits'] = self.mws_head(mws_input, positions, candidate_ids)
+      outputs['candidate_ids'] = candidate_ids
+    return outputs
+
+  @property
+  def kept_transformer_layers(self):
+    """The transformer stack kept for fine-tuning, bottom first (`exported_representation`)."""
+    discriminator_layers = list(self.discriminator_network.hidden_layers)
+    if self._exported_representation == 'rtd_task_layer':
+      return discriminator_layers[:self._rtd_head_input_layer] + [self.rtd_head.task_layer]
+    if self.mws_task_layer is not None:
+      return discriminator_layers + [self.mws_task_layer]
+    return discriminator_layers
 
   @property
   def checkpoint_items(self):
     """Extra top-level checkpoint entries (Model Garden's trainer saves them beside `model`).
 
-    `encoder` is the kept discriminator stack laid out as Model Garden's `BertEncoderV2`, so
-    fine-tuning tasks restore it with `encoder.type: bert_v2` and `init_checkpoint`.
+    `encoder` is the kept stack (`kept_transformer_layers` over the discriminator's embeddings)
+    laid out as Model Garden's `BertEncoderV2`, so fine-tuning tasks restore it with
+    `encoder.type: bert_v2`, `num_layers` = its depth, and `init_checkpoint`.
     """
-    return dict(encoder=shared_encoders.BertEncoderV2CheckpointView(self.discriminator_network))
+    return dict(encoder=shared_encoders.BertEncoderV2CheckpointView(
+        self.discriminator_network, self.kept_transformer_layers))
 
   def get_config(self):
     raise NotImplementedError(
@@ -185,40 +210,86 @@ def resolve_layout(config: model_configs.TeamsConfig):
     config: a TeamsConfig.
 
   Returns:
-    Dict with `num_generator_layers`, `num_shared_layers` and `rtd_head_input_layer`, each
-    a resolved int.
+    Dict of resolved ints: `num_generator_layers`, `num_shared_layers`,
+    `rtd_head_input_layer` (None without RTD), `num_negatives` (0 without MWS) and
+    `kept_encoder_layers` (depth of the exported BertEncoderV2).
 
   Raises:
     ValueError: naming the field, the bad value and the valid range.
   """
   num_layers = config.encoder.num_layers
-  depth = config.generator_depth_fraction * num_layers
-  if abs(depth - round(depth)) > 1e-6 or not 1 <= round(depth) <= num_layers:
+  depth = (max(1, num_layers // 2) if config.num_generator_layers is None
+           else config.num_generator_layers)
+  if not 1 <= depth <= num_layers:
     raise ValueError(
-        f'generator_depth_fraction={config.generator_depth_fraction} of {num_layers} '
-        f'discriminator layers gives {depth:g} generator layers; choose a fraction that '
-        f'gives a whole number in [1, {num_layers}] (paper default 0.5).')
-  depth = int(round(depth))
+        f'num_generator_layers={depth} must be in [1, {num_layers}] (the discriminator depth; '
+        'None = half of it, the paper default).')
+  shared_encoders.generator_encoder_config(config.encoder, config.generator_width_fraction)
   num_shared = depth // 2 if config.num_shared_layers is None else config.num_shared_layers
   if not 0 <= num_shared <= depth:
     raise ValueError(
         f'num_shared_layers={config.num_shared_layers} must be in [0, {depth}] for a '
         f'{depth}-layer generator (0 = no tie, {depth} = full tie, None = bottom half).')
-  rtd_layer = (num_layers - 1 if config.rtd_head_input_layer is None
+  if num_shared and config.generator_width_fraction != 1:
+    raise ValueError(
+        f'num_shared_layers={num_shared} needs a full-width generator, but '
+        f'generator_width_fraction={config.generator_width_fraction}; set '
+        'num_shared_layers=0 (ELECTRA ties only the embeddings).')
+  for field in ('rtd_loss_weight', 'mws_loss_weight'):
+    if getattr(config, field) < 0:
+      raise ValueError(f'{field}={getattr(config, field)} must be >= 0 (0 disables the task).')
+  has_rtd, has_mws = config.rtd_loss_weight > 0, config.mws_loss_weight > 0
+  if not (has_rtd or has_mws):
+    raise ValueError('rtd_loss_weight and mws_loss_weight are both 0: the discriminator would '
+                     'learn nothing; keep at least one task (TEAMS: 5 and 2).')
+  if config.rtd_head_type not in ('attention', 'ffn'):
+    raise ValueError(
+        f"rtd_head_type={config.rtd_head_type!r} must be 'attention' (TEAMS) or 'ffn' (ELECTRA).")
+  default_rtd_layer = num_layers - 1 if config.rtd_head_type == 'attention' else num_layers
+  rtd_layer = (default_rtd_layer if config.rtd_head_input_layer is None
                else config.rtd_head_input_layer)
-  if not 1 <= rtd_layer <= num_layers:
+  if has_rtd and not 1 <= rtd_layer <= num_layers:
     raise ValueError(
         f'rtd_head_input_layer={rtd_layer} must be in [1, {num_layers}] (1-based '
-        'discriminator layer; None = L - 1, the paper default).')
+        'discriminator layer; None = L - 1 for the attention head, L for the FFN head).')
   if config.candidate_sampling not in ('sampled', 'hardest'):
     raise ValueError(
         f"candidate_sampling={config.candidate_sampling!r} must be 'sampled' or 'hardest'.")
-  if not 1 <= config.num_negatives < config.encoder.vocab_size:
+  if has_mws and not 1 <= config.num_negatives < config.encoder.vocab_size:
     raise ValueError(
         f'num_negatives={config.num_negatives} must be in [1, vocab_size - 1 = '
         f'{config.encoder.vocab_size - 1}] (K non-original candidates; paper default 5).')
+  if config.mws_task_layer and not has_mws:
+    raise ValueError('mws_task_layer=True needs the MWS task (mws_loss_weight > 0).')
+  if config.exported_representation == 'rtd_task_layer':
+    if not has_rtd or config.rtd_head_type != 'attention':
+      raise ValueError(
+          "exported_representation='rtd_task_layer' needs the attention RTD head "
+          "(rtd_loss_weight > 0 and rtd_head_type='attention').")
+    kept_layers = rtd_layer + 1
+  elif config.exported_representation == 'top':
+    kept_layers = num_layers + int(config.mws_task_layer)
+  else:
+    raise ValueError(f'exported_representation={config.exported_representation!r} must be '
+                     "'top' (paper default) or 'rtd_task_layer'.")
   return dict(num_generator_layers=depth, num_shared_layers=num_shared,
-              rtd_head_input_layer=rtd_layer)
+              rtd_head_input_layer=rtd_layer if has_rtd else None,
+              num_negatives=config.num_negatives if has_mws else 0,
+              kept_encoder_layers=kept_layers)
+
+
+def _build_rtd_head(config: model_configs.TeamsConfig):
+  """The RTD head of `config.rtd_head_type`, as wide as the discriminator."""
+  if config.rtd_head_type == 'ffn':
+    return rtd_head_lib.FfnRtdHead(
+        hidden_size=config.encoder.hidden_size,
+        activation=config.encoder.hidden_activation,
+        kernel_initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=config.encoder.initializer_range),
+        name='rtd_head')
+  # The RTD task layer is one more transformer layer of the discriminator's width (§3.2).
+  return rtd_head_lib.AttentionRtdHead(
+      **shared_encoders.transformer_block_kwargs(config.encoder), name='rtd_head')
 
 
 def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
@@ -237,21 +308,25 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
   layout = resolve_layout(config)
   generator, discriminator = shared_encoders.build_generator_and_discriminator(
       config.encoder, num_generator_layers=layout['num_generator_layers'],
-      num_shared_layers=layout['num_shared_layers'])
-  # No TEAMS loss reads the pooled [CLS] output (there is no next-sentence task), so the poolers
+      num_shared_layers=layout['num_shared_layers'],
+      generator_width_fraction=config.generator_width_fraction)
+  # No loss reads the pooled [CLS] output (there is no next-sentence task), so the poolers
   # stay out of the optimizer instead of being reported as variables without gradients.
   generator.pooler_layer.trainable = False
   discriminator.pooler_layer.trainable = False
-  # The RTD task layer is one more transformer layer of the discriminator's width (§3.2).
-  rtd_head = rtd_head_lib.AttentionRtdHead(
-      **shared_encoders.transformer_block_kwargs(config.encoder), name='rtd_head')
+  mws_task_layer = None
+  if config.mws_task_layer:
+    mws_task_layer = layers.TransformerEncoderBlock(
+        **shared_encoders.transformer_block_kwargs(config.encoder), name='mws_task_layer')
   return TeamsPretrainer(
       generator_network=generator,
       discriminator_network=discriminator,
-      rtd_head=rtd_head,
-      num_negatives=config.num_negatives,
-      candidate_sampling=config.candidate_sampling,
+      rtd_head=_build_rtd_head(config) if layout['rtd_head_input_layer'] else None,
       rtd_head_input_layer=layout['rtd_head_input_layer'],
+      num_negatives=layout['num_negatives'],
+      candidate_sampling=config.candidate_sampling,
+      mws_task_layer=mws_task_layer,
+      exported_representation=config.exported_representation,
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),

@@ -1,4 +1,4 @@
-"""TEAMS pretraining Task: total loss of Eq. (9) and its metrics."""
+"""TEAMS pretraining Task (also ELECTRA and MWS-only): total loss of Eq. (9) and its metrics."""
 
 import dataclasses
 
@@ -28,7 +28,7 @@ class TeamsPretrainTaskConfig(cfg.TaskConfig):
 
 
 def loss_terms(labels, outputs):
-  """The three unweighted losses of Eq. (9).
+  """The unweighted losses of Eq. (9) whose heads the model has.
 
   Args:
     labels: input batch (see `TeamsPretrainer`); uses `masked_lm_ids`, `masked_lm_weights`,
@@ -36,20 +36,27 @@ def loss_terms(labels, outputs):
     outputs: `TeamsPretrainer` outputs.
 
   Returns:
-    Dict of float32 scalars `mlm_loss` (Eq. 1), `rtd_loss` (Eq. 4), `mws_loss` (Eq. 8).
+    Dict of float32 scalars: `mlm_loss` (Eq. 1); `rtd_loss` (Eq. 4) if the outputs have
+    `rtd_logits`; `mws_loss` (Eq. 8) if they have `mws_logits`.
   """
   weights = labels['masked_lm_weights']
-  return dict(
-      mlm_loss=classification.masked_lm_loss(
-          outputs['mlm_logits'], labels['masked_lm_ids'], weights),
-      rtd_loss=classification.rtd_loss(
-          outputs['rtd_logits'], outputs['rtd_labels'], labels['input_mask']),
-      mws_loss=mws.mws_loss(outputs['mws_logits'], weights))
+  terms = dict(mlm_loss=classification.masked_lm_loss(
+      outputs['mlm_logits'], labels['masked_lm_ids'], weights))
+  if 'rtd_logits' in outputs:
+    terms['rtd_loss'] = classification.rtd_loss(
+        outputs['rtd_logits'], outputs['rtd_labels'], labels['input_mask'])
+  if 'mws_logits' in outputs:
+    terms['mws_loss'] = mws.mws_loss(outputs['mws_logits'], weights)
+  return terms
 
 
 @task_factory.register_task_cls(TeamsPretrainTaskConfig)
 class TeamsPretrainTask(pretrain_base.PretrainTask):
-  """Generator MLM + discriminator RTD + MWS, L = L_MLM + λ1·L_RTD + λ2·L_MWS (Eq. 9)."""
+  """Generator MLM + discriminator RTD + MWS, L = L_MLM + λ1·L_RTD + λ2·L_MWS (Eq. 9).
+
+  ELECTRA is λ2 = 0 (Eq. 1 + λ·Eq. 4) and "Only MWS" λ1 = 0; a zero-weight term is not
+  computed, logged or built.
+  """
 
   def __init__(self, params, logging_dir=None, name=None):
     super().__init__(params, logging_dir=logging_dir, name=name)
@@ -59,35 +66,42 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
     return teams_pretrainer.build_teams_pretrainer(self.task_config.model)
 
   def loss_weights(self):
-    """Eq. (9): 1 for the generator's MLM, λ1 for RTD, λ2 for MWS."""
+    """Eq. (9): 1 for the generator's MLM, λ1 for RTD, λ2 for MWS (non-zero ones only)."""
     config = self.task_config.model
-    return {'mlm_loss': 1.0, 'rtd_loss': config.rtd_loss_weight,
-            'mws_loss': config.mws_loss_weight}
+    weights = {'mlm_loss': 1.0, 'rtd_loss': config.rtd_loss_weight,
+               'mws_loss': config.mws_loss_weight}
+    return {name: weight for name, weight in weights.items() if weight}
 
   def loss_terms(self, labels, model_outputs):
     return loss_terms(labels, model_outputs)
 
   def task_metrics(self):
-    return [
+    weights = self.loss_weights()
+    metrics = [
         tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
-        tf_keras.metrics.BinaryAccuracy(name='rtd_accuracy', threshold=0.0),
-        tf_keras.metrics.AUC(name='rtd_auc', from_logits=True),
-        tf_keras.metrics.SparseCategoricalAccuracy(name='mws_accuracy'),
         # Share of masked positions whose sampled token differs from the original.
         tf_keras.metrics.Mean(name='replaced_fraction'),
     ]
+    if 'rtd_loss' in weights:
+      metrics += [tf_keras.metrics.BinaryAccuracy(name='rtd_accuracy', threshold=0.0),
+                  tf_keras.metrics.AUC(name='rtd_auc', from_logits=True)]
+    if 'mws_loss' in weights:
+      metrics.append(tf_keras.metrics.SparseCategoricalAccuracy(name='mws_accuracy'))
+    return metrics
 
   def update_task_metrics(self, metrics, labels, model_outputs):
     weights = labels['masked_lm_weights']
     input_mask = labels['input_mask']
     metrics['mlm_accuracy'].update_state(
         labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
-    metrics['rtd_accuracy'].update_state(
-        model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
-    metrics['rtd_auc'].update_state(
-        model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
-    metrics['mws_accuracy'].update_state(
-        tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], weights)
     replaced = tf.cast(
         tf.not_equal(model_outputs['replaced_ids'], labels['masked_lm_ids']), tf.float32)
     metrics['replaced_fraction'].update_state(replaced, weights)
+    if 'rtd_logits' in model_outputs:
+      metrics['rtd_accuracy'].update_state(
+          model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+      metrics['rtd_auc'].update_state(
+          model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+    if 'mws_logits' in model_outputs:
+      metrics['mws_accuracy'].update_state(
+          tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], weights)

@@ -111,9 +111,19 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(tf.int32, out['negative_ids'].dtype)
     self.assertEqual((2, 2, 2), tuple(out['negative_ids'].shape))
 
+  def test_zero_negatives_samples_only_replacements(self):
+    # ELECTRA needs x̂ but no candidate sets; x̂ must be the same draw as with K > 0.
+    logits = tf.random.normal([2, 3, 10], seed=1)
+    ids = tf.zeros([2, 3], tf.int32)
+    seed = tf.constant([4, 5])
+    electra = candidate_sampler.CandidateSampler(num_negatives=0)(logits, ids, seed=seed)
+    teams = candidate_sampler.CandidateSampler(num_negatives=2)(logits, ids, seed=seed)
+    self.assertEqual((2, 3, 0), tuple(electra['negative_ids'].shape))
+    self.assertAllEqual(teams['replaced_ids'], electra['replaced_ids'])
+
   def test_invalid_arguments(self):
-    with self.assertRaisesRegex(ValueError, 'num_negatives=0'):
-      candidate_sampler.CandidateSampler(num_negatives=0)
+    with self.assertRaisesRegex(ValueError, 'num_negatives=-1'):
+      candidate_sampler.CandidateSampler(num_negatives=-1)
     with self.assertRaisesRegex(ValueError, "'best'"):
       candidate_sampler.CandidateSampler(strategy='best')
     with self.assertRaisesRegex(ValueError, 'vocabulary of 4'):

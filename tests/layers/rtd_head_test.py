@@ -1,4 +1,4 @@
-"""Tests of the attention-based RTD head (TEAMS §3.2, Eq. 6)."""
+"""Tests of the RTD heads: attention-based (TEAMS §3.2, Eq. 6) and per-token FFN (ELECTRA)."""
 
 import numpy as np
 import tensorflow as tf
@@ -65,6 +65,43 @@ class AttentionRtdHeadTest(tf.test.TestCase):
       self.assertEqual(tf.float32, logits.dtype)
     finally:
       tf_keras.mixed_precision.set_global_policy('float32')
+
+
+
+class FfnRtdHeadTest(tf.test.TestCase):
+
+  def test_matches_numpy_dense_gelu_logit(self):
+    head = rtd_head.FfnRtdHead(hidden_size=6)
+    x = np.random.default_rng(1).normal(size=(2, 3, 8)).astype(np.float32)
+    logits = head(tf.constant(x), tf.ones([2, 3, 3])).numpy()
+    w1, b1 = (v.numpy() for v in head.dense.weights)
+    w2, b2 = (v.numpy() for v in head.classifier.weights)
+    hidden = x @ w1 + b1
+    # Model Garden's 'gelu' is BERT's tanh approximation.
+    hidden = 0.5 * hidden * (1.0 + np.tanh(
+        np.sqrt(2.0 / np.pi) * (hidden + 0.044715 * hidden**3)))
+    expected = (hidden @ w2 + b2)[..., 0]
+    self.assertAllClose(expected, logits, atol=1e-5)
+    self.assertEqual(tf.float32, head(tf.constant(x)).dtype)
+
+  def test_scores_each_token_on_its_own(self):
+    # Per-token head (TEAMS Figure 2, left): changing token 0 leaves token 3's logit unchanged.
+    head = rtd_head.FfnRtdHead(hidden_size=8)
+    x = np.random.default_rng(0).normal(size=(1, 4, 8)).astype(np.float32)
+    y = x.copy()
+    y[0, 0] += 1.0
+    before, after = head(tf.constant(x)).numpy(), head(tf.constant(y)).numpy()
+    self.assertNotAllClose(before[0, 0], after[0, 0])
+    self.assertAllClose(before[0, 1:], after[0, 1:])
+
+  def test_config_round_trip_gives_identical_outputs(self):
+    head = rtd_head.FfnRtdHead(hidden_size=8, activation='relu')
+    x = tf.random.normal([2, 3, 8])
+    expected = head(x)
+    clone = rtd_head.FfnRtdHead.from_config(head.get_config())
+    clone(x)
+    clone.set_weights(head.get_weights())
+    self.assertAllClose(expected, clone(x))
 
 
 if __name__ == '__main__':

@@ -149,7 +149,18 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
       tf_keras.mixed_precision.set_global_policy('float32')
 
   @parameterized.named_parameters(
-      ('fractional_generator', dict(generator_depth_fraction=0.75), 'whole number'),
+      ('too_deep_generator', dict(num_generator_layers=3), 'num_generator_layers=3 must be'),
+      ('narrow_shared_generator', dict(generator_width_fraction=0.5),
+       'needs a full-width generator'),
+      ('no_task', dict(rtd_loss_weight=0.0, mws_loss_weight=0.0), 'both 0'),
+      ('negative_weight', dict(mws_loss_weight=-1.0), 'mws_loss_weight=-1.0 must be >= 0'),
+      ('bad_head', dict(rtd_head_type='linear'), "rtd_head_type='linear'"),
+      ('rtd_export_needs_attention', dict(rtd_head_type='ffn',
+                                          exported_representation='rtd_task_layer'),
+       'needs the attention RTD head'),
+      ('mws_task_layer_without_mws', dict(mws_task_layer=True, mws_loss_weight=0.0),
+       'needs the MWS task'),
+      ('bad_export', dict(exported_representation='rtd'), "exported_representation='rtd'"),
       ('too_many_shared', dict(num_shared_layers=3), r'num_shared_layers=3 must be in'),
       ('rtd_layer_zero', dict(rtd_head_input_layer=0), r'rtd_head_input_layer=0 must be'),
       ('bad_strategy', dict(candidate_sampling='random'), "'random'"))
@@ -159,7 +170,7 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_default_sharing_is_bottom_half_of_generator(self):
     config = testing_utils.tiny_teams_config(
-        encoder=testing_utils.tiny_encoder_config(num_layers=4), generator_depth_fraction=0.5,
+        encoder=testing_utils.tiny_encoder_config(num_layers=4), num_generator_layers=None,
         num_shared_layers=None)
     model = teams_pretrainer.build_teams_pretrainer(config)
     gen, disc = model.generator_network, model.discriminator_network

@@ -1,5 +1,6 @@
 """Tests of the TEAMS pretraining Task on real (embedded) text with real masks."""
 
+from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
@@ -19,7 +20,7 @@ def _task_config(**model_overrides):
       train_data=train_data, validation_data=validation_data)
 
 
-class TeamsTaskTest(tf.test.TestCase):
+class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_registered_and_train_and_validation_steps_report_all_metrics(self):
     task = task_factory.get_task(_task_config())
@@ -49,13 +50,41 @@ class TeamsTaskTest(tf.test.TestCase):
     self.assertTrue(np.isfinite(float(val_logs['loss'])))
 
   def test_loss_weights_are_applied(self):
-    task = task_factory.get_task(_task_config(rtd_loss_weight=0.0, mws_loss_weight=0.0))
+    task = task_factory.get_task(_task_config(rtd_loss_weight=1.5, mws_loss_weight=0.25))
     model = task.build_model()
     batch = next(iter(task.build_inputs(task.task_config.train_data)))
     outputs = model(batch)
     total = task.build_losses(batch, outputs)
     terms = teams_task.loss_terms(batch, outputs)
-    self.assertAllClose(terms['mlm_loss'], total)
+    self.assertAllClose(
+        terms['mlm_loss'] + 1.5 * terms['rtd_loss'] + 0.25 * terms['mws_loss'], total)
+
+  @parameterized.named_parameters(
+      ('electra', dict(mws_loss_weight=0.0, rtd_loss_weight=50.0, rtd_head_type='ffn'),
+       'rtd_loss', 50.0, {'mws_loss', 'mws_accuracy'}),
+      ('mws_only', dict(rtd_loss_weight=0.0), 'mws_loss', 2.0,
+       {'rtd_loss', 'rtd_accuracy', 'rtd_auc'}))
+  def test_single_task_variants(self, overrides, kept_term, weight, absent):
+    task = task_factory.get_task(_task_config(**overrides))
+    model = task.build_model()
+    metrics = task.build_metrics()
+    batch = next(iter(task.build_inputs(task.task_config.train_data)))
+    with tf.GradientTape() as tape:
+      outputs = model(batch, training=True)
+      total = task.build_losses(batch, outputs)
+    terms = teams_task.loss_terms(batch, outputs)
+    self.assertEqual({'mlm_loss', kept_term}, set(terms))
+    self.assertAllClose(terms['mlm_loss'] + weight * terms[kept_term], total)
+    # A disabled task builds no head, so every trained variable still learns.
+    gradients = tape.gradient(total, model.trainable_variables)
+    self.assertEqual([], [v.name for v, g in zip(model.trainable_variables, gradients)
+                          if g is None])
+    logs = task.train_step(
+        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
+    self.assertTrue(np.isfinite(float(logs['loss'])))
+    names = {metric.name for metric in metrics}
+    self.assertEmpty(names & absent)
+    self.assertIn(kept_term, names)
 
   def test_overfits_one_batch(self):
     task = task_factory.get_task(_task_config())
