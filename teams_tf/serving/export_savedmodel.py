@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from official.core import export_base
 from official.modeling import hyperparams
@@ -253,14 +254,40 @@ def _parse_config(config, values, path):
   return config
 
 
-def _encoder_config(model_values, params_path):
+def _kept_encoder_depth(checkpoint_path):
+  """Number of transformer layers under the checkpoint item `encoder` (0 if there is none).
+
+  Read from the checkpoint's object graph: a layer that is also reachable by another path (an
+  extra task layer of the pretrainer) has its variables listed under that path only.
+  """
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(
+      tf.train.load_checkpoint(checkpoint_path).get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
+
+  def child(node_id, name):
+    return next((ref.node_id for ref in graph.nodes[node_id].children if ref.local_name == name),
+                None)
+
+  encoder = child(0, 'encoder')
+  layers = None if encoder is None else child(encoder, '_transformer_layers')
+  return 0 if layers is None else len(graph.nodes[layers].children)
+
+
+def _encoder_config(model_values, params_path, checkpoint_path):
   """The kept encoder's `EncoderConfig` from the `task.model` dict of a pretraining params.yaml."""
   encoder_values = model_values.get('encoder') or {}
   if 'type' in encoder_values:  # A Model Garden EncoderConfig (oneof), e.g. from BERT runs.
     return _parse_config(encoders.EncoderConfig(), encoder_values, params_path)
-  # This project's pretrainers keep a BertEncoderConfig, saved as BertEncoderV2.
-  return encoders.EncoderConfig(type='bert_v2', bert_v2=_parse_config(
-      encoders.BertEncoderConfig(), encoder_values, params_path))
+  # This project's pretrainers keep a BertEncoderConfig, saved as BertEncoderV2. The kept stack
+  # can differ in depth from the discriminator (TEAMS Table 3 variants), so the checkpoint,
+  # which holds exactly the kept layers, sets the depth.
+  bert_config = _parse_config(encoders.BertEncoderConfig(), encoder_values, params_path)
+  depth = _kept_encoder_depth(checkpoint_path)
+  if depth and depth != bert_config.num_layers:
+    logging.info('The kept encoder in %s has %d layers (the discriminator %d).',
+                 checkpoint_path, depth, bert_config.num_layers)
+    bert_config.num_layers = depth
+  return encoders.EncoderConfig(type='bert_v2', bert_v2=bert_config)
 
 
 def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = None,
@@ -287,7 +314,7 @@ def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = 
     raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
   params_path = os.path.join(model_dir, 'params.yaml')
   encoder_config = _encoder_config(
-      settings.params.get('task', {}).get('model') or {}, params_path)
+      settings.params.get('task', {}).get('model') or {}, params_path, checkpoint_path)
   vocab = _check_fits_encoder(
       encoder_config, settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'), 1)
   encoder = _restored_encoder(encoder_config, checkpoint_path)
@@ -341,7 +368,8 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
     raise ValueError(f'{params_path} has no task.model; --model_dir must be a training model_dir.')
   if kind == 'encoder':
     return export_encoder(
-        export_dir, encoder_config=_encoder_config(model_values, params_path), **common)
+        export_dir, encoder_config=_encoder_config(model_values, params_path, checkpoint_path),
+        **common)
   if kind == 'classifier':
     return export_classifier(
         export_dir, model_config=_parse_config(

@@ -103,6 +103,23 @@ class ExportSavedModelTest(tf.test.TestCase):
     for ours, served in zip(expected['encoder_outputs'], self.served['encoder_outputs']):
       self.assertAllClose(ours, served, atol=1e-5, rtol=0)
 
+  def test_kept_encoder_depth_comes_from_the_checkpoint(self):
+    # TEAMS Table 3 "Add task head on 12th layer": the kept encoder is L + 1 layers deep.
+    model_dir = os.path.join(self.get_temp_dir(), 'top_task_layers')
+    vocab_file = utils.copy_sample_vocab(self.get_temp_dir())
+    pretrainer, _ = utils.write_pretraining_run(
+        model_dir, vocab_file, seq_length=_SEQ_LENGTH, rtd_head_input_layer=2,
+        mws_task_layer=True)
+    encoder, encoder_config, _, _ = export_savedmodel.restore_pretrained_encoder(model_dir)
+    self.assertEqual(3, encoder_config.bert_v2.num_layers)
+    ids = tf.constant([[2, 10, 11, 3]], tf.int32)
+    inputs = [ids, tf.ones_like(ids), tf.zeros_like(ids)]
+    top = pretrainer.discriminator_network(inputs)['sequence_output']
+    expected = pretrainer.mws_task_layer(
+        [top, tf.ones([1, 4, 4], tf.float32)])  # Every token attends to every token.
+    got = encoder(dict(input_word_ids=ids, input_mask=inputs[1], input_type_ids=inputs[2]))
+    self.assertAllClose(expected, got['sequence_output'], atol=1e-5, rtol=0)
+
   def test_saved_models_are_self_contained(self):
     self.assertEqual([], self.served['imported_project_modules'])
     self.assertTrue(self.served['do_lower_case'])

@@ -47,13 +47,16 @@ def copy_sample_vocab(directory):
   return path
 
 
-def write_pretraining_run(model_dir, vocab_file, seq_length):
+def write_pretraining_run(model_dir, vocab_file, seq_length, **model_overrides):
   """A TEAMS pretraining model_dir (checkpoint and params.yaml) as train.py would leave it.
+
+  `model_overrides` are TeamsConfig fields over the tiny TEAMS config.
 
   Returns:
     (pretrainer, checkpoint path).
   """
-  model_config = testing_utils.tiny_teams_config(encoder=tiny_encoder_config())
+  model_config = testing_utils.tiny_teams_config(
+      encoder=tiny_encoder_config(), **model_overrides)
   model = teams_pretrainer.build_teams_pretrainer(model_config, seed=1)
   model(testing_utils.pretraining_batch(vocab_size=VOCAB.size))
   path = tf.train.Checkpoint(model=model, **model.checkpoint_items).save(

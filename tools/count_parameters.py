@@ -1,0 +1,95 @@
+"""Parameter counts (kept encoder, generator, total trained) of pretraining experiments.
+
+  python tools/count_parameters.py [--experiments=bert_small,electra_small,...]
+      [--vocab_size=30522] [--output=benchmarks/parameter_counts]
+
+Builds each experiment's pretrainer with `--vocab_size` (BERT's uncased WordPiece vocabulary by
+default, the one behind the TEAMS paper's 14M / 110M / 335M), runs one tiny batch through it
+to create the variables and counts them with `teams_tf.models.parameter_counts`. The default
+experiments are every registered `*_small*` pretraining experiment. Writes `<output>.md` and
+`<output>.json`.
+"""
+
+import json
+import os
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from official.core import exp_factory
+from official.core import task_factory
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.configs import experiments
+from teams_tf.data import atomic_files
+from teams_tf.models import parameter_counts
+
+_EXPERIMENTS = flags.DEFINE_list(
+    'experiments', None, 'Pretraining experiments to count; default every *_small* one.')
+_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 30522, 'Vocabulary size V of the encoders.')
+_OUTPUT = flags.DEFINE_string(
+    'output', os.path.join(os.path.dirname(__file__), '..', 'benchmarks', 'parameter_counts'),
+    'Results path without extension (.md and .json are written).')
+
+# TEAMS paper, Table 1: size of the kept encoder.
+_PAPER_SIZES = {'small': '14M', 'base': '110M', 'large': '335M'}
+
+
+def _tiny_batch(seq_length=8, num_predictions=2):
+  ones = tf.ones([1, seq_length], tf.int32)
+  return dict(
+      input_word_ids=ones * 5, input_mask=ones, input_type_ids=ones * 0,
+      masked_lm_positions=tf.constant([[1, 2][:num_predictions]], tf.int32),
+      masked_lm_ids=tf.constant([[6, 7][:num_predictions]], tf.int32),
+      masked_lm_weights=tf.ones([1, num_predictions], tf.float32))
+
+
+def count(name, vocab_size):
+  """Parameter counts of experiment `name` with its encoders' vocabulary set to `vocab_size`."""
+  params = exp_factory.get_exp_config(name)
+  params.task.model.encoder.vocab_size = vocab_size
+  # Counting needs no data; dropping it skips the data/vocabulary checks of the task.
+  params.task.train_data.input_path = ''
+  params.task.validation_data.input_path = ''
+  model = task_factory.get_task(params.task).build_model()
+  model(_tiny_batch())
+  return parameter_counts.parameter_counts(model)
+
+
+def _millions(value):
+  return f'{value / 1e6:.2f}M'
+
+
+def main(_):
+  logging.set_verbosity(logging.WARNING)  # Model Garden logs every encoder's full config.
+  names = _EXPERIMENTS.value or [
+      name for name in experiments.experiment_names()
+      if '_small' in name and experiments.yaml_path(name).startswith('pretraining/')]
+  rows = []
+  for i, name in enumerate(names, 1):
+    counts = count(name, _VOCAB_SIZE.value)
+    rows.append(dict(experiment=name, **counts))
+    print(f'[{i}/{len(names)}] {name}: kept encoder {_millions(counts["kept_encoder"])}, '
+          f'generator {_millions(counts["generator"])}, '
+          f'total trained {_millions(counts["total_trained"])}', flush=True)
+  sizes = sorted({size for size in _PAPER_SIZES if any(f'_{size}' in n for n in names)})
+  lines = [
+      f'# Parameter counts (vocabulary {_VOCAB_SIZE.value})', '',
+      '`python tools/count_parameters.py` — kept encoder = what fine-tuning restores (paper '
+      'Table 1: ' + ', '.join(f'{s} {_PAPER_SIZES[s]}' for s in sizes) + '); generator = '
+      'variables only the generator and its MLM head use; total trained = every distinct '
+      'trainable variable of the pretrainer.', '',
+      '| experiment | kept encoder | generator | total trained |', '|---|---:|---:|---:|']
+  lines += [f'| {row["experiment"]} | {_millions(row["kept_encoder"])} | '
+            f'{_millions(row["generator"])} | {_millions(row["total_trained"])} |' for row in rows]
+  output = _OUTPUT.value
+  os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+  atomic_files.write_text(output + '.md', '\n'.join(lines) + '\n')
+  atomic_files.write_json(output + '.json', dict(vocab_size=_VOCAB_SIZE.value, rows=rows))
+  print(f'wrote {os.path.normpath(output)}.md and .json')
+
+
+if __name__ == '__main__':
+  app.run(main)
