@@ -2,6 +2,7 @@
 
   python -m teams_tf.train --experiment=teams_demo --mode=train_and_eval \
       --model_dir=/tmp/teams_demo [--params_override=...] [--gin_file=...] [--gin_params=...]
+  python -m teams_tf.train --list_experiments
 
 All logic lives in Model Garden (`official.core.train_lib`) and in the registered tasks; this
 file only parses flags, reports bad experiment names, overrides and gin bindings in one line,
@@ -29,6 +30,9 @@ from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import experiments
 
 FLAGS = flags.FLAGS
+_LIST_EXPERIMENTS = flags.DEFINE_bool(
+    'list_experiments', False, 'Print every registered experiment with a one-line description '
+    'and exit.')
 
 
 def _fail(message):
@@ -62,7 +66,17 @@ def _parse_params():
           f'{" ".join(str(e).split())}')
 
 
+def _list_experiments():
+  names = experiments.experiment_names()
+  width = max(len(name) for name in names)
+  for name in names:
+    print(f'{name:{width}}  {experiments.describe(name)}')
+
+
 def main(_):
+  if _LIST_EXPERIMENTS.value:
+    _list_experiments()
+    return
   _parse_gin()
   params = _parse_params()
   model_dir = FLAGS.model_dir
@@ -96,7 +110,11 @@ def main(_):
 def run():
   """Console-script entry point (`teams-train`)."""
   tfm_flags.define_flags()
-  flags.mark_flags_as_required(['experiment', 'mode', 'model_dir'])
+  required = ['experiment', 'mode', 'model_dir']
+  flags.register_multi_flags_validator(
+      required + ['list_experiments'],
+      lambda values: values['list_experiments'] or all(values[name] for name in required),
+      message='--experiment, --mode and --model_dir are required (or pass --list_experiments).')
   app.run(main)
 
 

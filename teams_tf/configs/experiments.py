@@ -1,12 +1,18 @@
 """Registered pretraining experiments (`exp_factory` names) with the TEAMS paper's settings.
 
-`<objective>_small`, `<objective>_base`, `<objective>_large` follow Table 5 (architecture,
-optimiser, batch size, steps; sequence length 512, §4.1) for every objective: `teams_*` is TEAMS
-(Eq. 9) and `bert_*` the paper's BERT baseline (MLM only, Table 1), so the runs are
-compute-matched. Their default data is the embedded sample so that any experiment builds and
-starts anywhere; point `task.train_data.input_path` (and `vocab_file` +
-`task.model.encoder.vocab_size`) at a real corpus for a paper-scale run. `<objective>_demo` is a
-tiny model on the embedded sample that trains in minutes on a laptop CPU.
+Every experiment is `<objective>_<size>[_<variant>]`, built by `pretraining_experiment`:
+  objectives: `teams` (Eq. 9), `electra` (RTD only, ELECTRA's λ = 50 and generator width),
+    `bert` (MLM only) and `mws` (TEAMS without RTD) — the baselines of TEAMS Tables 1 and 2;
+  sizes: `small`, `base`, `large` follow Table 5 (architecture, optimiser, batch size, steps;
+    sequence length 512, §4.1) for every objective, so runs of one size are compute-matched;
+    `demo` is a tiny model on the embedded sample that trains in minutes on a laptop CPU;
+  variants: the ablations of Tables 3 and 4 and Figure 5 (`_VARIANTS`), each a few model fields
+    over its base experiment. Figure 4 (generator depth) and Figure 5's K are one override each
+    (`task.model.num_generator_layers`, `task.model.num_negatives`); see the README.
+Their default data is the embedded sample so that any experiment builds and starts anywhere;
+point `task.train_data.input_path` (and `vocab_file` + `task.model.encoder.vocab_size`) at a real
+corpus for a paper-scale run. Each registered factory's docstring is its one-line description
+(`python -m teams_tf.train --list_experiments`).
 """
 
 from official.core import config_definitions as cfg
@@ -21,11 +27,60 @@ from teams_tf.data import tokenization
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import teams_task
 
-# Experiment-name prefix: (task config class, model config class). Only the encoder is set per
-# size; every other model field keeps the paper default of its dataclass.
+# ELECTRA Table 6 "Generator Size": multiplier of hidden size, FFN size and heads; the
+# generator is as deep as the discriminator (ELECTRA §3.2). 'demo' (not from a paper) halves the
+# tiny width, the narrowest that keeps whole attention heads.
+_ELECTRA_GENERATOR_WIDTH = {'small': 1 / 4, 'base': 1 / 3, 'large': 1 / 4, 'demo': 1 / 2}
+
+
+def _electra_fields(size, encoder):
+  """ELECTRA: RTD only (Eq. 1 + λ·Eq. 4), λ = 50, FFN head on layer L, embeddings-only tie."""
+  return dict(num_generator_layers=encoder.num_layers,
+              generator_width_fraction=_ELECTRA_GENERATOR_WIDTH[size], num_shared_layers=0,
+              rtd_head_type='ffn', rtd_loss_weight=50.0, mws_loss_weight=0.0)
+
+
+# name: (task config class, model config class, description, model fields(size, encoder)).
+# Fields not returned keep the paper defaults of the model dataclass.
 _OBJECTIVES = {
-    'teams': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig),
-    'bert': (mlm_task.MlmPretrainTaskConfig, models.MlmConfig),
+    'teams': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
+              'TEAMS: MLM + 5·RTD + 2·MWS, attention RTD head, half-depth tied generator',
+              lambda size, encoder: {}),
+    'electra': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
+                'ELECTRA: MLM + 50·RTD, FFN head, ELECTRA-width generator, tied embeddings',
+                _electra_fields),
+    'bert': (mlm_task.MlmPretrainTaskConfig, models.MlmConfig,
+             'BERT: MLM only, no next-sentence prediction', None),
+    'mws': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
+            'Only MWS (Table 2): TEAMS without the RTD loss and head',
+            lambda size, encoder: dict(rtd_loss_weight=0.0)),
+}
+
+# name: (objectives it applies to, description, model fields(encoder)), over the base experiment.
+_VARIANTS = {
+    'teams_reimpl': (
+        ('electra',), "the TEAMS paper's ELECTRA reimplementation (half-depth, full-width "
+        'generator, §4.1); Table 2 "Only RTD"',
+        lambda encoder: dict(num_generator_layers=None, generator_width_fraction=1.0)),
+    'ffn_heads': (
+        ('teams',), 'Table 3 "Use FFN task heads" (per-token FFN RTD head on layer L)',
+        lambda encoder: dict(rtd_head_type='ffn')),
+    'top_task_layers': (
+        ('teams',), 'Table 3 "Add task head on 12th layer" (two task layers on layer L; kept '
+        'encoder has L + 1 layers)',
+        lambda encoder: dict(rtd_head_input_layer=encoder.num_layers, mws_task_layer=True)),
+    'rtd_outputs': (
+        ('teams',), 'Table 3 "Use RTD task head outputs" (kept encoder: layers 1..L-1 + RTD '
+        'task layer)', lambda encoder: dict(exported_representation='rtd_task_layer')),
+    'full_tie': (
+        ('teams',), 'Table 4 "Full Tie" (every generator layer is a discriminator layer)',
+        lambda encoder: dict(num_shared_layers=max(1, encoder.num_layers // 2))),
+    'no_tie': (
+        ('teams',), 'Table 4 "No Tie" (generator and discriminator share only embeddings)',
+        lambda encoder: dict(num_shared_layers=0)),
+    'hardest': (
+        ('teams',), 'Figure 5 "Hardest" (the K most likely non-original tokens as negatives)',
+        lambda encoder: dict(candidate_sampling='hardest')),
 }
 
 # Table 5 optimisation values per size: (learning rate, batch size, train steps).
@@ -48,13 +103,24 @@ def _data(input_path, is_training, seq_length, batch_size):
       seed=1 if not is_training else None)
 
 
-def _experiment(objective, encoder, learning_rate, batch_size, train_steps, warmup_steps,
+def _model(objective, size, variant, encoder):
+  """The model config of an objective, size and optional variant."""
+  task_config_cls, model_config_cls, _, objective_fields = _OBJECTIVES[objective]
+  fields = objective_fields(size, encoder) if objective_fields else {}
+  if variant is not None:
+    objectives, _, variant_fields = _VARIANTS[variant]
+    if objective not in objectives:
+      raise ValueError(f'Variant {variant!r} applies to {objectives}, not {objective!r}.')
+    fields.update(variant_fields(encoder))
+  return task_config_cls, model_config_cls(encoder=encoder, **fields)
+
+
+def _experiment(model, task_config_cls, learning_rate, batch_size, train_steps, warmup_steps,
                 seq_length, eval_batch_size, trainer_overrides):
-  """Pretraining experiment of an `_OBJECTIVES` key over the embedded sample data."""
-  task_config_cls, model_config_cls = _OBJECTIVES[objective]
+  """Pretraining experiment of a model config over the embedded sample data."""
   return cfg.ExperimentConfig(
       task=task_config_cls(
-          model=model_config_cls(encoder=encoder),
+          model=model,
           train_data=_data('sample:train', True, seq_length, batch_size),
           validation_data=_data('sample:valid', False, seq_length, eval_batch_size)),
       trainer=cfg.TrainerConfig(
@@ -72,12 +138,13 @@ def _sample_vocab_size():
   return tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
 
 
-def paper_size(objective, size):
-  """`<objective>_<size>`: Table 5 / §4.1 settings, sequence length 512."""
+def _paper_size(objective, size, variant):
+  """Table 5 / §4.1 settings, sequence length 512."""
   learning_rate, batch_size, train_steps = _TABLE5_OPTIMIZATION[size]
+  task_config_cls, model = _model(
+      objective, size, variant, encoders.encoder_config(size, vocab_size=_sample_vocab_size()))
   return _experiment(
-      objective=objective,
-      encoder=encoders.encoder_config(size, vocab_size=_sample_vocab_size()),
+      model, task_config_cls,
       learning_rate=learning_rate,
       batch_size=batch_size,
       train_steps=train_steps,
@@ -89,12 +156,12 @@ def paper_size(objective, size):
           validation_interval=10_000, validation_steps=100))
 
 
-def demo(objective):
-  """`<objective>_demo`: tiny model on the embedded sample; minutes on 2 CPU cores, loss falls."""
+def _demo(objective, variant):
+  """Tiny model on the embedded sample; minutes on 2 CPU cores, loss falls."""
+  task_config_cls, model = _model(objective, 'demo', variant, encoders.encoder_config(
+      'tiny', vocab_size=_sample_vocab_size(), max_position_embeddings=128))
   return _experiment(
-      objective=objective,
-      encoder=encoders.encoder_config(
-          'tiny', vocab_size=_sample_vocab_size(), max_position_embeddings=128),
+      model, task_config_cls,
       learning_rate=1e-3,
       batch_size=32,
       train_steps=400,
@@ -106,12 +173,58 @@ def demo(objective):
           validation_interval=200, validation_steps=-1, max_to_keep=3))
 
 
+_SIZE_DESCRIPTIONS = {
+    'small': 'small, Table 5 (12 layers, H 256, E 128; lr 5e-4, batch 256, 500k steps)',
+    'base': 'base, Table 5 (12 layers, H 768; lr 2e-4, batch 256, 1M steps)',
+    'large': 'large, Table 5 (24 layers, H 1024; lr 2e-4, batch 2048, 1.76M steps)',
+    'demo': 'demo (4 layers, H 64; 400 steps on the embedded sample, minutes on a CPU)',
+}
+
+
+def pretraining_experiment(objective, size, variant=None):
+  """The experiment `<objective>_<size>[_<variant>]`, registered or not.
+
+  Args:
+    objective: a key of `_OBJECTIVES` ('teams', 'electra', 'bert', 'mws').
+    size: 'small', 'base', 'large' (Table 5) or 'demo'.
+    variant: None or a key of `_VARIANTS` that applies to the objective.
+
+  Returns:
+    An ExperimentConfig.
+
+  Raises:
+    ValueError: an unknown objective, size or variant, or a variant of another objective.
+  """
+  for kind, value, known in (('objective', objective, _OBJECTIVES),
+                             ('size', size, _SIZE_DESCRIPTIONS),
+                             ('variant', variant, _VARIANTS)):
+    if value not in known and (kind != 'variant' or value is not None):
+      raise ValueError(f'Unknown {kind} {value!r}; use one of {sorted(known)}.')
+  if size == 'demo':
+    return _demo(objective, variant)
+  return _paper_size(objective, size, variant)
+
+
+def _register(objective, size, variant=None):
+  name = '_'.join([objective, size] + ([variant] if variant else []))
+  factory = lambda: pretraining_experiment(objective, size, variant)
+  description = f'{_OBJECTIVES[objective][2]}; {_SIZE_DESCRIPTIONS[size]}'
+  if variant:
+    description = f'{objective}_{size} with {_VARIANTS[variant][1]}'
+  factory.__doc__ = description
+  exp_factory.register_config_factory(name)(factory)
+
+
 for _objective in _OBJECTIVES:
-  for _size in _TABLE5_OPTIMIZATION:
-    exp_factory.register_config_factory(f'{_objective}_{_size}')(
-        lambda objective=_objective, size=_size: paper_size(objective, size))
-  exp_factory.register_config_factory(f'{_objective}_demo')(
-      lambda objective=_objective: demo(objective))
+  for _size in _SIZE_DESCRIPTIONS:
+    _register(_objective, _size)
+for _size in _TABLE5_OPTIMIZATION:
+  _register('electra', _size, 'teams_reimpl')
+for _variant in ('ffn_heads', 'top_task_layers', 'rtd_outputs', 'hardest'):
+  _register('teams', 'small', _variant)
+for _size in ('small', 'base'):  # Table 4 reports small and base.
+  _register('teams', _size, 'full_tie')
+  _register('teams', _size, 'no_tie')
 
 
 def experiment_names():
@@ -119,6 +232,11 @@ def experiment_names():
   registered = exp_factory._REGISTERED_CONFIGS  # pylint: disable=protected-access
   return sorted(name for name, factory in registered.items()
                 if factory.__module__.startswith('teams_tf.'))
+
+
+def describe(name):
+  """One-line description of a registered experiment (its factory's docstring)."""
+  return exp_factory._REGISTERED_CONFIGS[name].__doc__  # pylint: disable=protected-access
 
 
 def yaml_path(name):

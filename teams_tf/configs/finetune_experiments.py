@@ -131,12 +131,22 @@ def squad_experiment(version, size):
                     'task.validation_data.is_training != None'])
 
 
-def _register(name, factory, *args):
-  exp_factory.register_config_factory(name)(lambda: factory(*args))
+def _register(name, description, factory, *args):
+  registered = lambda: factory(*args)
+  registered.__doc__ = description
+  exp_factory.register_config_factory(name)(registered)
 
 
 for _size in _TABLE6:
-  for _task_name in GLUE_TASKS:
-    _register(f'glue_{_task_name}_{_size}', glue_experiment, _task_name, _size)
+  _lr, _squad_lr, _squad_batch, _squad_epochs = _TABLE6[_size]
+  for _task_name, _task in GLUE_TASKS.items():
+    _register(f'glue_{_task_name}_{_size}',
+              f'GLUE {_task_name.upper()} fine-tuning of a {_size} bert_v2 encoder ({_task.metric_type}); '
+              f'Table 6: lr {_lr:g}, batch {_GLUE_BATCH_SIZE}, {_GLUE_EPOCHS} epochs',
+              glue_experiment, _task_name, _size)
   for _version in SQUAD_TRAIN_EXAMPLES:
-    _register(f'squad_{_version}_{_size}', squad_experiment, _version, _size)
+    _register(f'squad_{_version}_{_size}',
+              f'SQuAD {"v1.1" if _version == "v1" else "v2.0"} fine-tuning of a {_size} bert_v2 '
+              f'encoder (official EM/F1); Table 6: lr {_squad_lr:g}, batch {_squad_batch}, '
+              f'{_squad_epochs} epochs',
+              squad_experiment, _version, _size)

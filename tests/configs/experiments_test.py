@@ -5,6 +5,7 @@ import os
 
 from absl.testing import parameterized
 import gin
+import numpy as np
 import tensorflow as tf
 import yaml
 
@@ -19,6 +20,12 @@ from tests import testing_utils
 
 _ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
 _YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
+# Every pretraining objective and ablation (registered at some size).
+_OBJECTIVES_AND_VARIANTS = [
+    ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
+    ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
+    ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
+]
 _GIN_FILES = sorted(glob.glob(os.path.join(_ROOT, 'gin_configs', '*.gin')))
 
 
@@ -54,9 +61,18 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
   def test_teams_paper_knobs(self):
     for size in ('small', 'base', 'large'):
       model = exp_factory.get_exp_config(f'teams_{size}').task.model
-      self.assertEqual((0.5, 5, 5.0, 2.0, 'sampled'),
-                       (model.generator_depth_fraction, model.num_negatives,
-                        model.rtd_loss_weight, model.mws_loss_weight, model.candidate_sampling))
+      self.assertEqual(
+          (None, 1.0, None, 5, 5.0, 2.0, 'sampled', 'attention', None, False, 'top'),
+          (model.num_generator_layers, model.generator_width_fraction, model.num_shared_layers,
+           model.num_negatives, model.rtd_loss_weight, model.mws_loss_weight,
+           model.candidate_sampling, model.rtd_head_type, model.rtd_head_input_layer,
+           model.mws_task_layer, model.exported_representation))
+      layout = teams_pretrainer.resolve_layout(model)
+      num_layers = model.encoder.num_layers
+      # Table 5: generator depth 1/2; §3.2: bottom half of the generator shared; RTD on L - 1.
+      self.assertEqual((num_layers // 2, num_layers // 4, num_layers - 1, num_layers),
+                       (layout['num_generator_layers'], layout['num_shared_layers'],
+                        layout['rtd_head_input_layer'], layout['kept_encoder_layers']))
 
   @parameterized.parameters('small', 'base', 'large', 'demo')
   def test_bert_is_mlm_only_and_otherwise_equals_teams(self, size):
@@ -68,6 +84,65 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     bert_model, teams_model = bert['task'].pop('model'), teams['task'].pop('model')
     self.assertEqual({'encoder': teams_model['encoder']}, bert_model)
     self.assertEqual(teams, bert)
+
+  @parameterized.named_parameters(
+      (f'{objective}_{variant}' if variant else objective, objective, variant)
+      for objective, variant in _OBJECTIVES_AND_VARIANTS)
+  def test_objective_or_ablation_trains_one_step(self, objective, variant):
+    params = experiments.pretraining_experiment(objective, 'demo', variant)
+    params.task.train_data, params.task.validation_data = testing_utils.sample_data_configs()
+    task = task_factory.get_task(params.task)
+    model = task.build_model()
+    metrics = task.build_metrics()
+    batch = next(iter(task.build_inputs(params.task.train_data)))
+    with tf.GradientTape() as tape:
+      loss = task.build_losses(batch, model(batch, training=True))
+    # Every trained variable is reached by some loss: no head is left without a task.
+    gradients = tape.gradient(loss, model.trainable_variables)
+    self.assertEqual([], [v.name for v, g in zip(model.trainable_variables, gradients)
+                          if g is None])
+    logs = task.train_step(
+        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
+    self.assertTrue(np.isfinite(float(logs['loss'])))
+
+  def test_registered_pretraining_experiments_are_the_tested_configurations(self):
+    tested = {(o, v) for o, v in _OBJECTIVES_AND_VARIANTS}
+    for name in experiments.experiment_names():
+      if experiments.yaml_path(name).startswith('pretraining/'):
+        objective, size, *variant = name.split('_', 2)
+        self.assertIn((objective, variant[0] if variant else None), tested, name)
+        self.assertEqual(exp_factory.get_exp_config(name).as_dict(),
+                         experiments.pretraining_experiment(
+                             objective, size, variant[0] if variant else None).as_dict())
+        self.assertTrue(experiments.describe(name), name)
+
+  def test_electra_defaults(self):
+    # ELECTRA (Clark et al., 2020): λ = 50, generator as deep as the discriminator with 1/4
+    # (small, large) or 1/3 (base) of its width, only embeddings tied, FFN head on layer L.
+    for size, width in (('small', 64), ('base', 256), ('large', 256)):
+      model = exp_factory.get_exp_config(f'electra_{size}').task.model
+      layout = teams_pretrainer.resolve_layout(model)
+      self.assertEqual((50.0, 0.0, 'ffn', 0), (model.rtd_loss_weight, model.mws_loss_weight,
+                                               model.rtd_head_type, layout['num_shared_layers']))
+      self.assertEqual(model.encoder.num_layers, layout['num_generator_layers'])
+      self.assertEqual(model.encoder.num_layers, layout['rtd_head_input_layer'])
+      self.assertEqual(width, round(model.encoder.hidden_size * model.generator_width_fraction))
+      reimpl = exp_factory.get_exp_config(f'electra_{size}_teams_reimpl').task.model
+      self.assertEqual(model.encoder.num_layers // 2,
+                       teams_pretrainer.resolve_layout(reimpl)['num_generator_layers'])
+      self.assertEqual(1.0, reimpl.generator_width_fraction)
+
+  @parameterized.parameters('electra', 'mws')
+  def test_baselines_are_compute_matched_with_teams(self, objective):
+    # Same Table 5 encoder, data and optimisation; only model fields of the objective differ.
+    for size in ('small', 'base', 'large'):
+      baseline = exp_factory.get_exp_config(f'{objective}_{size}').as_dict()
+      teams = exp_factory.get_exp_config(f'teams_{size}').as_dict()
+      self.assertEqual(teams['task']['model']['encoder'],
+                       baseline['task']['model']['encoder'])
+      for part in (baseline, teams):
+        del part['task']['model']
+      self.assertEqual(teams, baseline)
 
   def test_every_experiment_builds_its_task(self):
     for name in experiments.experiment_names():
