@@ -1,16 +1,20 @@
 """Parameter counts: kept encoder vs Model Garden's own count; compute-matched baselines."""
 
+import json
+import os
+import subprocess
+import sys
+
 from absl.testing import parameterized
 import tensorflow as tf
 
-from official.core import exp_factory
-from official.core import task_factory
 from official.nlp.configs import encoders
 
-from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.models import parameter_counts
 from teams_tf.models import teams_pretrainer
 from tests import testing_utils
+
+_ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
 
 
 def _bert_v2_size(encoder_config):
@@ -18,18 +22,6 @@ def _bert_v2_size(encoder_config):
   ids = tf.ones([1, 4], tf.int32)
   encoder(dict(input_word_ids=ids, input_mask=ids, input_type_ids=ids * 0))
   return encoder.count_params()
-
-
-def _built_experiment(name, vocab_size):
-  params = exp_factory.get_exp_config(name)
-  params.task.model.encoder.vocab_size = vocab_size
-  params.task.train_data.input_path = ''
-  params.task.validation_data.input_path = ''
-  model = task_factory.get_task(params.task).build_model()
-  batch = testing_utils.pretraining_batch(batch_size=1, seq_length=8, num_predictions=2,
-                                          vocab_size=vocab_size)
-  model(batch)
-  return model
 
 
 class ParameterCountsTest(tf.test.TestCase, parameterized.TestCase):
@@ -59,15 +51,23 @@ class ParameterCountsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_small_baselines_keep_the_same_14m_encoder(self):
     # TEAMS Table 1: BERT, ELECTRA and TEAMS small all keep a 14M encoder (BERT vocabulary).
-    counts = {name: parameter_counts.parameter_counts(_built_experiment(name, 30522))
-              for name in ('bert_small', 'electra_small', 'teams_small', 'mws_small')}
-    kept = {name: count['kept_encoder'] for name, count in counts.items()}
+    output = os.path.join(self.get_temp_dir(), 'counts')
+    subprocess.run(
+        [sys.executable, os.path.join(_ROOT, 'tools', 'count_parameters.py'),
+         '--experiments=bert_small,electra_small,teams_small,mws_small', f'--output={output}'],
+        check=True, capture_output=True, timeout=600)
+    with open(output + '.json') as f:
+      results = json.load(f)
+    self.assertEqual(30522, results['vocab_size'])
+    counts = {row['experiment']: row for row in results['rows']}
+    kept = {name: row['kept_encoder'] for name, row in counts.items()}
     self.assertLen(set(kept.values()), 1, kept)
     self.assertBetween(kept['teams_small'], 13.5e6, 14.5e6)
     self.assertEqual(0, counts['bert_small']['generator'])
     # ELECTRA's quarter-width generator is far smaller than TEAMS' half-depth full-width one.
     self.assertLess(counts['electra_small']['generator'], counts['teams_small']['generator'])
-
+    with open(output + '.md') as f:
+      self.assertIn('| teams_small | 13.55M |', f.read())
 
 if __name__ == '__main__':
   tf.test.main()

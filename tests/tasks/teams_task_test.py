@@ -67,22 +67,15 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
   def test_single_task_variants(self, overrides, kept_term, weight, absent):
     task = task_factory.get_task(_task_config(**overrides))
     model = task.build_model()
-    metrics = task.build_metrics()
     batch = next(iter(task.build_inputs(task.task_config.train_data)))
-    with tf.GradientTape() as tape:
-      outputs = model(batch, training=True)
-      total = task.build_losses(batch, outputs)
+    outputs = model(batch, training=True)
+    total = task.build_losses(batch, outputs)
     terms = teams_task.loss_terms(batch, outputs)
     self.assertEqual({'mlm_loss', kept_term}, set(terms))
     self.assertAllClose(terms['mlm_loss'] + weight * terms[kept_term], total)
-    # A disabled task builds no head, so every trained variable still learns.
-    gradients = tape.gradient(total, model.trainable_variables)
-    self.assertEqual([], [v.name for v, g in zip(model.trainable_variables, gradients)
-                          if g is None])
-    logs = task.train_step(
-        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
-    self.assertTrue(np.isfinite(float(logs['loss'])))
-    names = {metric.name for metric in metrics}
+    # A disabled task is neither computed nor logged (its head is not built; tests/configs checks
+    # that every trained variable of each objective gets a gradient).
+    names = {metric.name for metric in task.build_metrics()}
     self.assertEmpty(names & absent)
     self.assertIn(kept_term, names)
 
