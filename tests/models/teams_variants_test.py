@@ -154,5 +154,17 @@ class TeamsVariantsTest(tf.test.TestCase, parameterized.TestCase):
         np.sort(first, -1) == np.sort(second, -1))))
 
 
+  @parameterized.parameters(1, 50)
+  def test_number_of_negatives_spans_figure_5(self, k):
+    _, model = _built(num_negatives=k)
+    batch = testing_utils.pretraining_batch()
+    out = model(batch)
+    self.assertEqual((3, testing_utils.NUM_PREDICTIONS, k + 1), tuple(out['mws_logits'].shape))
+    weights = batch['masked_lm_weights'].numpy()
+    for b, p in zip(*np.nonzero(weights)):
+      candidates = out['candidate_ids'][b, p].numpy()
+      self.assertLen(set(candidates), k + 1)  # The original and K distinct negatives.
+
+
 if __name__ == '__main__':
   tf.test.main()
