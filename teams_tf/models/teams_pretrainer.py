@@ -9,7 +9,8 @@ Data flow for one batch (shapes: B batch, T tokens, P masked slots, K negatives,
       layer L      -> MultiWordSelectionHead over {x_i} ∪ negatives -> MWS logits [B, P, K + 1]
       layer L - 1  -> AttentionRtdHead (one extra transformer layer)  -> RTD logits [B, T]
 After pretraining the discriminator (its L-layer stack, i.e. the MWS representations) is the
-encoder that is kept (§3.2, footnote 3).
+encoder that is kept (§3.2, footnote 3). Table 3's variants change the RTD head (per-token FFN),
+where it reads (layer L), add an MWS task layer, or keep the RTD branch instead.
 """
 
 import tensorflow as tf

@@ -3,9 +3,10 @@
 TEAMS §3.2 "Partial Layer Sharing": the generator has the discriminator's width, both use one
 embedding network (ELECTRA's tied embeddings), and the bottom `num_shared_layers` generator
 transformer layers *are* the discriminator's bottom layers (the same Keras layers, hence the
-same variables). Both encoders are Model Garden `EncoderScaffold`s over Model Garden's
-`PackedSequenceEmbedding` and `TransformerEncoderBlock`; nothing here re-implements a
-transformer.
+same variables). ELECTRA's generator is instead narrower and shares only the embeddings; each
+encoder projects the shared E-wide embeddings to its own width. Both encoders are Model Garden
+`EncoderScaffold`s over Model Garden's `PackedSequenceEmbedding` and `TransformerEncoderBlock`;
+nothing here re-implements a transformer.
 """
 
 import tensorflow as tf
