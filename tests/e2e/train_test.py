@@ -7,6 +7,9 @@ import sys
 
 import tensorflow as tf
 
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.configs import experiments
+
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 _FAST = ','.join([
     'trainer.steps_per_loop=2', 'trainer.summary_interval=2', 'trainer.checkpoint_interval=2',
@@ -77,6 +80,22 @@ class TrainTest(tf.test.TestCase):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
                     '--params_override=task.model.rtd_head_input_layer=9')
     self._assert_one_line_error(result, 'rtd_head_input_layer=9 must be in [1, 4]')
+
+
+  def test_list_experiments_describes_every_registered_experiment(self):
+    result = subprocess.run([sys.executable, '-m', 'teams_tf.train', '--list_experiments'],
+                            cwd=_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    self.assertEqual(sorted(experiments.experiment_names()), sorted(lines))
+    self.assertIn('Table 3 "Use FFN task heads"', lines['teams_small_ffn_heads'])
+    self.assertIn('ELECTRA', lines['electra_small'])
+
+  def test_missing_experiment_says_what_is_required(self):
+    result = _train(self.get_temp_dir(), '--mode=train')
+    self.assertNotEqual(0, result.returncode)
+    self.assertIn('--experiment, --mode and --model_dir are required (or pass '
+                  '--list_experiments)', result.stderr)
 
 
 if __name__ == '__main__':
