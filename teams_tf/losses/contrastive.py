@@ -1,0 +1,50 @@
+"""Sequence contrastive learning loss, COCO-LM §3.3 Eq. (3).
+
+A batch holds N pairs (X_k^MLM, X_k^crop). Each of the 2N sequences is an anchor whose positive
+is its partner and whose negatives are the other 2N - 2 sequences (symmetric contrast); the
+score is cos(s, s')/τ. Under a distribution strategy the candidates are the global batch: every
+replica gathers the representations of all replicas, and its anchors are its own sequences.
+"""
+
+import tensorflow as tf
+
+
+def _gather_replicas(values):
+  """[N, D] per replica -> ([R·N, D] all replicas' values, offset of this replica's rows)."""
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return values, 0
+  gathered = context.all_gather(values, axis=0)
+  replica_id = tf.cast(context.replica_id_in_sync_group, tf.int32)
+  return gathered, replica_id * tf.shape(values)[0]
+
+
+def sequence_contrastive_loss(first, second, temperature=1.0):
+  """Symmetric InfoNCE over cosine similarities, COCO-LM Eq. (3).
+
+  Args:
+    first: [N, H] float sequence representations s of X^MLM (h_[CLS]).
+    second: [N, H] float representations of the paired views X^crop; row k pairs with row k.
+    temperature: τ (COCO-LM: 1).
+
+  Returns:
+    Scalar float32: mean over the 2N local anchors of
+    -log(exp(cos(s, s+)/τ) / Σ_{s' ≠ s} exp(cos(s, s')/τ)), the sum running over the global
+    batch's other 2·N_global - 1 sequences. Differentiable w.r.t. both inputs (also through the
+    other replicas' rows under a strategy).
+  """
+  local = tf.math.l2_normalize(
+      tf.concat([tf.cast(first, tf.float32), tf.cast(second, tf.float32)], 0), axis=-1)
+  num_pairs = tf.shape(first)[0]
+  gathered_first, offset = _gather_replicas(local[:num_pairs])
+  gathered_second, _ = _gather_replicas(local[num_pairs:])
+  candidates = tf.concat([gathered_first, gathered_second], 0)  # [2·N_global, H]
+  global_pairs = tf.shape(gathered_first)[0]
+  scores = tf.matmul(local, candidates, transpose_b=True) / temperature  # [2N, 2·N_global]
+  rows = tf.range(num_pairs) + offset
+  own = tf.concat([rows, rows + global_pairs], 0)  # Column of each anchor itself.
+  partner = tf.concat([rows + global_pairs, rows], 0)
+  # An anchor is not its own negative.
+  scores += tf.one_hot(own, 2 * global_pairs, on_value=-1e9, off_value=0.0)
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=partner, logits=scores))
