@@ -6,6 +6,8 @@ from a paper: a 4-layer, 64-wide model for the CPU demo (deep enough that the ge
 two layers and shares one).
 """
 
+import dataclasses
+
 from official.nlp.configs import encoders
 
 # name: (layers, hidden, embedding, intermediate, heads). Table 5: attention head dim is 64
@@ -48,3 +50,20 @@ def encoder_config(size, vocab_size=30522, max_position_embeddings=512):
       max_position_embeddings=max_position_embeddings,
       type_vocab_size=2,
       initializer_range=0.02)
+
+
+@dataclasses.dataclass
+class RelativePositionEncoderConfig(encoders.BertEncoderConfig):
+  """A BERT encoder whose layers add a T5 relative position bias (COCO-LM §4), for fine-tuning.
+
+  Used as `EncoderConfig(type='any', any=RelativePositionEncoderConfig(...))`, so Model Garden's
+  fine-tuning tasks build it with `networks.shared_encoders.build_relative_position_encoder`
+  (bound to this class) and restore a COCO-LM main Transformer from `init_checkpoint`.
+
+  Attributes:
+    relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's
+      code and T5: 32).
+    relative_position_max_distance: distances from here on share the last bucket (128).
+  """
+  relative_position_num_buckets: int = 32
+  relative_position_max_distance: int = 128

@@ -6,15 +6,20 @@ transformer layers *are* the discriminator's bottom layers (the same Keras layer
 same variables). ELECTRA's generator is instead narrower and shares only the embeddings; each
 encoder projects the shared E-wide embeddings to its own width. Both encoders are Model Garden
 `EncoderScaffold`s over Model Garden's `PackedSequenceEmbedding` and `TransformerEncoderBlock`;
-nothing here re-implements a transformer.
+nothing here re-implements a transformer. With a T5 relative position bias (COCO-LM §4) the blocks
+are Model Garden `TransformerScaffold`s whose attention adds the bias, one bias table per encoder.
 """
 
 import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from official.modeling.hyperparams import base_config
 from official.nlp.modeling import layers
 from official.nlp.modeling import networks
+
+from teams_tf.configs import encoders as encoder_configs
+from teams_tf.layers import relative_position_attention
 
 
 def transformer_block_kwargs(encoder_config):
@@ -38,8 +43,61 @@ def transformer_block_kwargs(encoder_config):
           stddev=encoder_config.initializer_range))
 
 
-def _transformer_blocks(encoder_config, first, last, prefix):
-  """TransformerEncoderBlocks for 0-based layer indices [first, last)."""
+def build_position_bias(encoder_config, num_buckets, max_distance, name):
+  """The T5 relative position bias table [buckets, heads] shared by one encoder's layers.
+
+  Args:
+    encoder_config: a `BertEncoderConfig` (heads and initializer range).
+    num_buckets: relative-distance buckets, half per direction (COCO-LM/T5: 32).
+    max_distance: distance beyond which all distances share a bucket (COCO-LM/T5: 128).
+    name: Keras name of the layer.
+
+  Returns:
+    A Model Garden `layers.RelativePositionBias`, bidirectional, initialised like the other
+    embeddings (truncated normal with the encoder's initializer range).
+  """
+  return layers.RelativePositionBias(
+      num_heads=encoder_config.num_attention_heads,
+      relative_attention_num_buckets=num_buckets,
+      relative_attention_max_distance=max_distance,
+      bidirectional=True,
+      embeddings_initializer=tf_keras.initializers.TruncatedNormal(
+          stddev=encoder_config.initializer_range),
+      name=name)
+
+
+def _relative_position_block(encoder_config, position_bias, name):
+  """A post-LN transformer layer like `TransformerEncoderBlock`, attention plus the bias."""
+  kwargs = transformer_block_kwargs(encoder_config)
+  attention = relative_position_attention.RelativePositionAttention(
+      position_bias=position_bias,
+      num_heads=encoder_config.num_attention_heads,
+      key_dim=encoder_config.hidden_size // encoder_config.num_attention_heads,
+      dropout=encoder_config.attention_dropout_rate,
+      kernel_initializer=tf_utils.clone_initializer(kwargs['kernel_initializer']),
+      name='self_attention')
+  return layers.TransformerScaffold(
+      num_attention_heads=encoder_config.num_attention_heads,
+      inner_dim=kwargs['inner_dim'],
+      inner_activation=kwargs['inner_activation'],
+      attention_cls=attention,
+      dropout_rate=kwargs['output_dropout'],
+      attention_dropout_rate=kwargs['attention_dropout'],
+      norm_first=kwargs['norm_first'],
+      kernel_initializer=kwargs['kernel_initializer'],
+      name=name)
+
+
+def _transformer_blocks(encoder_config, first, last, prefix, position_bias=None):
+  """Transformer layers for 0-based layer indices [first, last).
+
+  Model Garden `TransformerEncoderBlock`s, or, given a `RelativePositionBias`, layers whose
+  attention adds that (shared) bias.
+  """
+  if position_bias is not None:
+    return [_relative_position_block(encoder_config, position_bias,
+                                     f'{prefix}transformer/layer_{i}')
+            for i in range(first, last)]
   kwargs = transformer_block_kwargs(encoder_config)
   return [
       layers.TransformerEncoderBlock(name=f'{prefix}transformer/layer_{i}', **kwargs)
@@ -101,6 +159,26 @@ def build_encoder_embeddings(embedding_network, hidden_size, initializer_range, 
   return tf_keras.Model(inputs, [projection(embeddings), mask], name=name)
 
 
+class SharedLayerEncoder(networks.EncoderScaffold):
+  """Model Garden's `EncoderScaffold` over layer instances that other encoders may share.
+
+  Its config would hold those instances, so it cannot be rebuilt from it; saying so (Keras skips
+  such configs) lets Keras SavedModel export trace it, e.g. in Model Garden's TF Hub export.
+  """
+
+  def __init__(self, **kwargs):
+    super().__init__(**kwargs)
+    # EncoderScaffold logs its config while it is constructed; refuse it only afterwards.
+    self._constructed = True
+
+  def get_config(self):
+    if not getattr(self, '_constructed', False):
+      return super().get_config()
+    raise NotImplementedError(
+        'This encoder is built from layer instances (possibly shared with another encoder) and '
+        'cannot be rebuilt from its config; rebuild it with networks.shared_encoders.')
+
+
 def build_encoder(encoder_config, embedding_network, blocks, name):
   """An `EncoderScaffold` over a given embedding network and list of transformer blocks.
 
@@ -112,10 +190,11 @@ def build_encoder(encoder_config, embedding_network, blocks, name):
     name: Keras name of the encoder (part of the checkpoint format).
 
   Returns:
-    An EncoderScaffold with dict outputs `sequence_output` [B, T, H], `pooled_output` [B, H]
-    and `encoder_outputs` (list of every layer's [B, T, H] output, bottom first).
+    A `SharedLayerEncoder` (an EncoderScaffold) with dict outputs `sequence_output` [B, T, H],
+    `pooled_output` [B, H] and `encoder_outputs` (list of every layer's [B, T, H] output, bottom
+    first).
   """
-  return networks.EncoderScaffold(
+  return SharedLayerEncoder(
       pooled_output_dim=encoder_config.hidden_size,
       pooler_layer_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=encoder_config.initializer_range),
@@ -161,8 +240,10 @@ def generator_encoder_config(encoder_config, width_fraction):
 
 
 def build_generator_and_discriminator(encoder_config, num_generator_layers,
-                                      num_shared_layers, generator_width_fraction=1.0):
-  """Builds the TEAMS/ELECTRA encoder pair.
+                                      num_shared_layers, generator_width_fraction=1.0,
+                                      relative_position_num_buckets=0,
+                                      relative_position_max_distance=128):
+  """Builds the TEAMS/ELECTRA/COCO-LM encoder pair.
 
   Args:
     encoder_config: a `BertEncoderConfig` for the discriminator.
@@ -170,6 +251,9 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
     num_shared_layers: bottom generator layers that are discriminator layers, in
       [0, num_generator_layers]; must be 0 unless the generator has the full width.
     generator_width_fraction: see `generator_encoder_config`.
+    relative_position_num_buckets: 0 for absolute positions only; otherwise each encoder adds
+      its own T5 relative position bias with this many buckets to every layer (COCO-LM §4).
+    relative_position_max_distance: see `build_position_bias`.
 
   Returns:
     (generator, discriminator) EncoderScaffolds sharing one embedding network (each with its
@@ -193,15 +277,62 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
         f'num_shared_layers={num_shared_layers} needs a generator as wide as the '
         f'discriminator, but generator_width_fraction={generator_width_fraction}; set '
         'num_shared_layers=0 (ELECTRA ties only the embeddings) or the fraction to 1.')
+  if num_shared_layers and relative_position_num_buckets:
+    raise ValueError(
+        f'num_shared_layers={num_shared_layers} with a relative position bias: each encoder '
+        'has its own bias table, so shared layers would mix them; set num_shared_layers=0.')
+  generator_bias = discriminator_bias = None
+  if relative_position_num_buckets:
+    generator_bias, discriminator_bias = (
+        build_position_bias(config, relative_position_num_buckets,
+                            relative_position_max_distance, f'{prefix}relative_position_bias')
+        for config, prefix in ((generator_config, 'generator/'), (encoder_config, '')))
   embedding_network = build_embedding_network(encoder_config)
-  discriminator_blocks = _transformer_blocks(encoder_config, 0, num_layers, '')
+  discriminator_blocks = _transformer_blocks(
+      encoder_config, 0, num_layers, '', discriminator_bias)
   generator_blocks = discriminator_blocks[:num_shared_layers] + _transformer_blocks(
-      generator_config, num_shared_layers, num_generator_layers, 'generator/')
+      generator_config, num_shared_layers, num_generator_layers, 'generator/', generator_bias)
   generator = build_encoder(
       generator_config, embedding_network, generator_blocks, name='generator')
   discriminator = build_encoder(
       encoder_config, embedding_network, discriminator_blocks, name='discriminator')
   return generator, discriminator
+
+
+def build_single_encoder(encoder_config, relative_position_num_buckets=0,
+                         relative_position_max_distance=128, name='encoder'):
+  """One encoder built like the discriminator of `build_generator_and_discriminator`.
+
+  Its object graph is the discriminator's, so a pretraining checkpoint's discriminator restores
+  into it (fine-tuning a relative-position encoder, COCO-LM without an auxiliary model).
+
+  Args:
+    encoder_config: a `BertEncoderConfig`.
+    relative_position_num_buckets: 0 for absolute positions only, else the T5 bias buckets.
+    relative_position_max_distance: see `build_position_bias`.
+    name: Keras name of the encoder.
+
+  Returns:
+    An EncoderScaffold with the outputs described in `build_encoder`.
+  """
+  position_bias = None
+  if relative_position_num_buckets:
+    position_bias = build_position_bias(encoder_config, relative_position_num_buckets,
+                                        relative_position_max_distance, 'relative_position_bias')
+  blocks = _transformer_blocks(encoder_config, 0, encoder_config.num_layers, '', position_bias)
+  return build_encoder(encoder_config, build_embedding_network(encoder_config), blocks, name)
+
+
+@base_config.bind(encoder_configs.RelativePositionEncoderConfig)
+def build_relative_position_encoder(config):
+  """Model Garden's builder for `EncoderConfig(type='any', any=RelativePositionEncoderConfig)`.
+
+  Fine-tuning tasks (`SentencePredictionTask`, `QuestionAnsweringTask`) call it through
+  `official.nlp.configs.encoders.build_encoder`; it returns `build_single_encoder`'s encoder.
+  """
+  return build_single_encoder(
+      config, relative_position_num_buckets=config.relative_position_num_buckets,
+      relative_position_max_distance=config.relative_position_max_distance)
 
 
 class BertEncoderV2CheckpointView(tf.Module):

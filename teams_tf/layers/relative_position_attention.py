@@ -1,0 +1,64 @@
+"""Self-attention with a T5 relative position bias (Raffel et al., 2020, §2.1), as in COCO-LM §4.
+
+COCO-LM's Transformers are BERT's plus "T5 relative position encoding": a learned scalar per
+attention head and relative-distance bucket (32 buckets, log-spaced beyond 8 positions, up to
+128), added to the attention logits of every layer. The table is shared by all layers of one
+encoder (one Model Garden `RelativePositionBias`, handed to every layer's attention), and the
+absolute position embeddings stay. Everything else is Keras' multi-head attention, so the layer
+plugs into Model Garden's `TransformerScaffold` as its `attention_cls`.
+"""
+
+import math
+
+import tensorflow as tf
+import tf_keras
+
+
+@tf_keras.utils.register_keras_serializable(package='teams_tf')
+class RelativePositionAttention(tf_keras.layers.MultiHeadAttention):
+  """Multi-head attention whose logits get a (shared) T5 relative position bias."""
+
+  def __init__(self, position_bias, **kwargs):
+    """Initializes the layer.
+
+    Args:
+      position_bias: a Model Garden `layers.RelativePositionBias` with this layer's number of
+        heads, shared by every layer of the encoder.
+      **kwargs: `tf_keras.layers.MultiHeadAttention` arguments (`num_heads`, `key_dim`,
+        `dropout`, initializers, `name`, ...).
+    """
+    super().__init__(**kwargs)
+    if position_bias.num_heads != self._num_heads:
+      raise ValueError(f'The relative position bias has {position_bias.num_heads} heads but '
+                       f'the attention has {self._num_heads}; build one bias per encoder width.')
+    self.position_bias = position_bias
+
+  def _compute_attention(self, query, key, value, attention_mask=None, training=None):
+    """Scaled dot-product attention plus the position bias.
+
+    Args:
+      query: [B, T, N, d] projected queries.
+      key: [B, S, N, d] projected keys.
+      value: [B, S, N, d] projected values.
+      attention_mask: [B, T, S] boolean, False where attention is not allowed.
+      training: whether attention dropout is applied.
+
+    Returns:
+      ([B, T, N, d] attention output, [B, N, T, S] attention probabilities). Differentiable
+      w.r.t. the inputs and the bias table.
+    """
+    query = tf.multiply(query, 1.0 / math.sqrt(float(self._key_dim)))
+    scores = tf.einsum(self._dot_product_equation, key, query)  # [B, N, T, S]
+    # The bias depends only on the two lengths: look it up once, not per example.
+    bias = self.position_bias(query[:1, :, 0, :], key[:1, :, 0, :])  # [1, N, T, S]
+    scores += tf.cast(bias, scores.dtype)
+    probabilities = self._masked_softmax(scores, attention_mask)
+    output = tf.einsum(self._combine_equation,
+                       self._dropout_layer(probabilities, training=training), value)
+    return output, probabilities
+
+  def get_config(self):
+    raise NotImplementedError(
+        'RelativePositionAttention shares its position bias with the other layers of its '
+        'encoder and cannot be rebuilt from its config; rebuild the encoder with '
+        'networks.shared_encoders instead.')

@@ -1,0 +1,88 @@
+"""T5 relative position bias attention against NumPy, and one shared table per encoder."""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.modeling import layers
+
+from teams_tf.layers import relative_position_attention
+from teams_tf.networks import shared_encoders
+from tests import testing_utils
+
+
+def _t5_bucket(relative_position, num_buckets, max_distance):
+  """T5's bidirectional bucket of memory_position - query_position (Raffel et al., 2020)."""
+  half = num_buckets // 2
+  bucket = half if relative_position > 0 else 0
+  distance = abs(relative_position)
+  exact = half // 2
+  if distance < exact:
+    return bucket + distance
+  log_bucket = exact + int(math.log(distance / exact) / math.log(max_distance / exact) *
+                           (half - exact))
+  return bucket + min(log_bucket, half - 1)
+
+
+def _numpy_attention(layer, x, mask, table, num_buckets, max_distance):
+  query_kernel, query_bias, key_kernel, key_bias, value_kernel, value_bias, out_kernel, \
+      out_bias = [w.numpy() for w in layer.weights if 'rel_embedding' not in w.name]
+  q = np.einsum('bth,hnd->btnd', x, query_kernel) + query_bias
+  k = np.einsum('bth,hnd->btnd', x, key_kernel) + key_bias
+  v = np.einsum('bth,hnd->btnd', x, value_kernel) + value_bias
+  t = x.shape[1]
+  buckets = np.array([[_t5_bucket(j - i, num_buckets, max_distance) for j in range(t)]
+                      for i in range(t)])
+  scores = np.einsum('btnd,bsnd->bnts', q, k) / np.sqrt(q.shape[-1])
+  scores = scores + np.transpose(table[buckets], [2, 0, 1])[None]
+  scores = np.where(mask[:, None], scores, -1e9)
+  probabilities = np.exp(scores - scores.max(-1, keepdims=True))
+  probabilities /= probabilities.sum(-1, keepdims=True)
+  context = np.einsum('bnts,bsnd->btnd', probabilities, v)
+  return np.einsum('btnd,ndh->bth', context, out_kernel) + out_bias
+
+
+class RelativePositionAttentionTest(tf.test.TestCase):
+
+  def test_matches_numpy_attention_with_t5_bias(self):
+    num_buckets, max_distance = 8, 12
+    bias = layers.RelativePositionBias(num_heads=2, relative_attention_num_buckets=num_buckets,
+                                       relative_attention_max_distance=max_distance)
+    layer = relative_position_attention.RelativePositionAttention(
+        position_bias=bias, num_heads=2, key_dim=4)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 20, 6)).astype(np.float32)  # Distances up to 19 > max_distance.
+    mask = np.ones((2, 20, 20), bool)
+    mask[1, :, 15:] = False  # Padding in the second row.
+    layer(x, x, attention_mask=mask)
+    table = rng.normal(size=(num_buckets, 2)).astype(np.float32)
+    bias.set_weights([table])
+    expected = _numpy_attention(layer, x, mask, table, num_buckets, max_distance)
+    self.assertAllClose(expected, layer(x, x, attention_mask=mask), atol=1e-5)
+
+  def test_one_bias_table_per_encoder_shared_by_its_layers(self):
+    generator, discriminator = shared_encoders.build_generator_and_discriminator(
+        testing_utils.tiny_encoder_config(), num_generator_layers=2, num_shared_layers=0,
+        relative_position_num_buckets=8, relative_position_max_distance=16)
+    batch = testing_utils.pretraining_batch()
+    inputs = [batch['input_word_ids'], batch['input_mask'], batch['input_type_ids']]
+    generator(inputs)
+    discriminator(inputs)
+    tables = [{id(layer._attention_layer.position_bias)  # pylint: disable=protected-access
+               for layer in encoder.hidden_layers} for encoder in (generator, discriminator)]
+    self.assertLen(tables[0], 1)
+    self.assertLen(tables[1], 1)
+    self.assertNotEqual(tables[0], tables[1])
+    names = [v.name for v in discriminator.trainable_variables if 'rel_embedding' in v.name]
+    self.assertEqual(['relative_position_bias/rel_embedding:0'], names)
+
+  def test_shared_layers_with_relative_positions_are_refused(self):
+    with self.assertRaisesRegex(ValueError, 'num_shared_layers=1 with a relative position'):
+      shared_encoders.build_generator_and_discriminator(
+          testing_utils.tiny_encoder_config(), num_generator_layers=2, num_shared_layers=1,
+          relative_position_num_buckets=8)
+
+
+if __name__ == '__main__':
+  tf.test.main()
