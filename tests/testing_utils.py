@@ -54,6 +54,17 @@ def sample_data_configs():
                                                  **data))
 
 
+def sample_task_config(task_config_cls, model_config):
+  """A pretraining task config over the embedded sample (see `sample_data_configs`).
+
+  `model_config.encoder` is resized to the sample vocabulary.
+  """
+  model_config.encoder.vocab_size = sample_vocab_size()
+  train_data, validation_data = sample_data_configs()
+  return task_config_cls(model=model_config, train_data=train_data,
+                         validation_data=validation_data)
+
+
 def constant_lr_optimizer(learning_rate):
   """Model Garden AdamW with a constant learning rate, for task steps in tests."""
   factory = optimization.OptimizerFactory(optimization.OptimizationConfig({
@@ -95,3 +106,12 @@ def pretraining_batch(batch_size=3, seq_length=SEQ_LENGTH, num_predictions=NUM_P
       masked_lm_positions=tf.constant(positions),
       masked_lm_ids=tf.constant(ids),
       masked_lm_weights=tf.constant(weights))
+
+
+def tiny_coco_lm_config(**overrides):
+  """COCO-LM over the 2-layer tiny encoder: 1-layer auxiliary, relative positions (8 buckets)."""
+  defaults = dict(
+      encoder=tiny_encoder_config(), num_generator_layers=1, relative_position_num_buckets=8,
+      relative_position_max_distance=16)
+  defaults.update(overrides)
+  return models.CocoLmConfig(**defaults)

@@ -2,13 +2,16 @@
 
 Every experiment is `<objective>_<size>[_<variant>]`, built by `pretraining_experiment`:
   objectives: `teams` (Eq. 9), `electra` (RTD only, ELECTRA's λ = 50 and generator width),
-    `bert` (MLM only) and `mws` (TEAMS without RTD) — the baselines of TEAMS Tables 1 and 2;
+    `bert` (MLM only) and `mws` (TEAMS without RTD) — the baselines of TEAMS Tables 1 and 2 —
+    and `coco_lm` (COCO-LM Eq. 4);
   sizes: `small`, `base`, `large` follow Table 5 (architecture, optimiser, batch size, steps;
     sequence length 512, §4.1) for every objective, so runs of one size are compute-matched;
     `demo` is a tiny model on the embedded sample that trains in minutes on a laptop CPU;
-  variants: the ablations of Tables 3 and 4 and Figure 5 (`_VARIANTS`), each a few model fields
-    over its base experiment. Figure 4 (generator depth) and Figure 5's K are one override each
-    (`task.model.num_generator_layers`, `task.model.num_negatives`); see the README.
+  variants: the ablations of TEAMS Tables 3 and 4 and Figure 5 and of COCO-LM Table 3
+    (`_VARIANTS`), each a few model fields over its base experiment. TEAMS Figure 4 (generator
+    depth), Figure 5's K and COCO-LM Figure 4's crop fraction are one override each
+    (`task.model.num_generator_layers`, `task.model.num_negatives`,
+    `task.model.crop_fraction`); see the README.
 Their default data is the embedded sample so that any experiment builds and starts anywhere;
 point `task.train_data.input_path` (and `vocab_file` + `task.model.encoder.vocab_size`) at a real
 corpus for a paper-scale run. Each registered factory's docstring is its one-line description
@@ -24,6 +27,7 @@ from teams_tf.configs import optimization
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import teams_task
 
@@ -40,6 +44,10 @@ def _electra_fields(size, encoder):
               rtd_head_type='ffn', rtd_loss_weight=50.0, mws_loss_weight=0.0)
 
 
+# COCO-LM §4: the auxiliary Transformer has the main one's width and 4 layers for a 12-layer main
+# model (base; small has the same depth), 6 for 24 (large). 'demo' keeps the ~1/3 ratio.
+_COCO_LM_AUXILIARY_LAYERS = {'small': 4, 'base': 4, 'large': 6, 'demo': 1}
+
 # name: (task config class, model config class, description, model fields(size, encoder)).
 # Fields not returned keep the paper defaults of the model dataclass.
 _OBJECTIVES = {
@@ -54,34 +62,75 @@ _OBJECTIVES = {
     'mws': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
             'Only MWS (Table 2): TEAMS without the RTD loss and head',
             lambda size, encoder: dict(rtd_loss_weight=0.0)),
+    'coco_lm': (coco_lm_task.CocoLmPretrainTaskConfig, models.CocoLmConfig,
+                'COCO-LM: auxiliary MLM + CLM (50·copy + LM) + SCL, full-width shallow '
+                'auxiliary, T5 relative positions',
+                lambda size, encoder: dict(
+                    num_generator_layers=_COCO_LM_AUXILIARY_LAYERS[size])),
 }
 
-# name: (objectives it applies to, description, model fields(encoder)), over the base experiment.
+# name: (objectives it applies to, description, model fields(size, encoder)), over the base
+# experiment.
 _VARIANTS = {
     'teams_reimpl': (
         ('electra',), "the TEAMS paper's ELECTRA reimplementation (half-depth, full-width "
         'generator, §4.1); Table 2 "Only RTD"',
-        lambda encoder: dict(num_generator_layers=None, generator_width_fraction=1.0)),
+        lambda size, encoder: dict(num_generator_layers=None, generator_width_fraction=1.0)),
     'ffn_heads': (
         ('teams',), 'Table 3 "Use FFN task heads" (per-token FFN RTD head on layer L)',
-        lambda encoder: dict(rtd_head_type='ffn')),
+        lambda size, encoder: dict(rtd_head_type='ffn')),
     'top_task_layers': (
         ('teams',), 'Table 3 "Add task head on 12th layer" (two task layers on layer L; kept '
         'encoder has L + 1 layers)',
-        lambda encoder: dict(rtd_head_input_layer=encoder.num_layers, mws_task_layer=True)),
+        lambda size, encoder: dict(rtd_head_input_layer=encoder.num_layers, mws_task_layer=True)),
     'rtd_outputs': (
         ('teams',), 'Table 3 "Use RTD task head outputs" (kept encoder: layers 1..L-1 + RTD '
-        'task layer)', lambda encoder: dict(exported_representation='rtd_task_layer')),
+        'task layer)', lambda size, encoder: dict(exported_representation='rtd_task_layer')),
     'full_tie': (
         ('teams',), 'Table 4 "Full Tie" (every generator layer is a discriminator layer)',
-        lambda encoder: dict(num_shared_layers=max(1, encoder.num_layers // 2))),
+        lambda size, encoder: dict(num_shared_layers=max(1, encoder.num_layers // 2))),
     'no_tie': (
         ('teams',), 'Table 4 "No Tie" (generator and discriminator share only embeddings)',
-        lambda encoder: dict(num_shared_layers=0)),
+        lambda size, encoder: dict(num_shared_layers=0)),
     'hardest': (
         ('teams',), 'Figure 5 "Hardest" (the K most likely non-original tokens as negatives)',
-        lambda encoder: dict(candidate_sampling='hardest')),
+        lambda size, encoder: dict(candidate_sampling='hardest')),
+    # COCO-LM Table 3, each one component eliminated (w/o.), kept (Only) or switched (w.).
+    'rtd_only': (
+        ('coco_lm',), 'COCO-LM Table 3 "RTD Only" (the copy/RTD loss alone: no LM, no SCL)',
+        lambda size, encoder: dict(lm_loss_weight=0.0, scl_loss_weight=0.0)),
+    'clm_only': (
+        ('coco_lm',), 'COCO-LM Table 3 "CLM Only" (no SCL)',
+        lambda size, encoder: dict(scl_loss_weight=0.0)),
+    'scl_rtd': (
+        ('coco_lm',), 'COCO-LM Table 3 "SCL + RTD" (no language-model part of CLM)',
+        lambda size, encoder: dict(lm_loss_weight=0.0)),
+    'no_rel_pos': (
+        ('coco_lm',), 'COCO-LM Table 3 "w/o. Rel-Pos" (absolute positions only; kept encoder '
+        'is a BertEncoderV2)', lambda size, encoder: dict(relative_position_bias=False)),
+    'electra_aux': (
+        ('coco_lm',), "COCO-LM Table 3 \"w. ELECTRA's Auxiliary\" (as deep as the main model, "
+        "ELECTRA's width)",
+        lambda size, encoder: dict(num_generator_layers=encoder.num_layers,
+                                   generator_width_fraction=_ELECTRA_GENERATOR_WIDTH[size])),
+    'random_replace': (
+        ('coco_lm',), 'COCO-LM Table 3 "w. Random Replacements" (no auxiliary model)',
+        lambda size, encoder: dict(replacement='random')),
+    'all_token_lm': (
+        ('coco_lm',), 'COCO-LM Table 3 "All-Token LM Only" (ELECTRA\'s All-Token MLM: LM with '
+        'copy on every token, no copy loss, no stop-gradient)',
+        lambda size, encoder: dict(lm_positions='all', copy_loss_weight=0.0,
+                                   clm_stop_gradient=False)),
+    'no_copy': (
+        ('coco_lm',), 'COCO-LM Table 3 "CLM w/o. Copy" (p_LM is the plain softmax)',
+        lambda size, encoder: dict(copy_mechanism=False)),
+    'no_stop_grad': (
+        ('coco_lm',), 'COCO-LM Table 3 "CLM w/o. Stop-grad" (L_LM also trains p_copy)',
+        lambda size, encoder: dict(clm_stop_gradient=False)),
 }
+# COCO-LM's Table 3 ablations, registered at the paper's size (base) and at small.
+COCO_LM_ABLATIONS = ('rtd_only', 'clm_only', 'scl_rtd', 'no_rel_pos', 'electra_aux',
+                     'random_replace', 'all_token_lm', 'no_copy', 'no_stop_grad')
 
 # Table 5 optimisation values per size: (learning rate, batch size, train steps).
 _TABLE5_OPTIMIZATION = {
@@ -111,7 +160,7 @@ def _model(objective, size, variant, encoder):
     objectives, _, variant_fields = _VARIANTS[variant]
     if objective not in objectives:
       raise ValueError(f'Variant {variant!r} applies to {objectives}, not {objective!r}.')
-    fields.update(variant_fields(encoder))
+    fields.update(variant_fields(size, encoder))
   return task_config_cls, model_config_cls(encoder=encoder, **fields)
 
 
@@ -185,7 +234,7 @@ def pretraining_experiment(objective, size, variant=None):
   """The experiment `<objective>_<size>[_<variant>]`, registered or not.
 
   Args:
-    objective: a key of `_OBJECTIVES` ('teams', 'electra', 'bert', 'mws').
+    objective: a key of `_OBJECTIVES` ('teams', 'electra', 'bert', 'mws', 'coco_lm').
     size: 'small', 'base', 'large' (Table 5) or 'demo'.
     variant: None or a key of `_VARIANTS` that applies to the objective.
 
@@ -225,6 +274,23 @@ for _variant in ('ffn_heads', 'top_task_layers', 'rtd_outputs', 'hardest'):
 for _size in ('small', 'base'):  # Table 4 reports small and base.
   _register('teams', _size, 'full_tie')
   _register('teams', _size, 'no_tie')
+  for _variant in COCO_LM_ABLATIONS:
+    _register('coco_lm', _size, _variant)
+
+
+def split_name(name):
+  """(objective, size, variant or None) of a pretraining experiment name.
+
+  Raises:
+    ValueError: `name` is not `<objective>_<size>[_<variant>]` of known parts.
+  """
+  for objective in sorted(_OBJECTIVES, key=len, reverse=True):
+    if name.startswith(objective + '_'):
+      size, _, variant = name[len(objective) + 1:].partition('_')
+      if size in _SIZE_DESCRIPTIONS and (not variant or variant in _VARIANTS):
+        return objective, size, variant or None
+  raise ValueError(f'{name!r} is not <objective>_<size>[_<variant>] with objective in '
+                   f'{sorted(_OBJECTIVES)}, size in {sorted(_SIZE_DESCRIPTIONS)}.')
 
 
 def experiment_names():

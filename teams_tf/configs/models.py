@@ -81,3 +81,65 @@ class MlmConfig(base_config.Config):
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
+
+
+@dataclasses.dataclass
+class CocoLmConfig(base_config.Config):
+  """COCO-LM (Meng et al., 2021): auxiliary MLM + main CLM + SCL, L = L_MLM + L_CLM + L_SCL (Eq. 4).
+
+  Defaults are the paper's COCO-LM; each Table 3 ablation changes one or two fields (see
+  `configs/experiments.py`). The auxiliary Transformer is this project's generator and the
+  main Transformer its discriminator: they share the token, position and type embeddings and
+  their LayerNorm (as in ELECTRA and the authors' code), not transformer layers.
+
+  Attributes:
+    encoder: the main Transformer (the encoder that is kept).
+    num_generator_layers: auxiliary depth in [1, L] (§4: 4 layers for a 12-layer main model,
+      6 for 24; ELECTRA's auxiliary in Table 3: L).
+    generator_width_fraction: auxiliary hidden size, FFN size and heads as a fraction of the
+      main model's (COCO-LM: 1, the same hidden size; ELECTRA's auxiliary: 1/3 for base).
+    sample_without_dropout: sample the replacements from a second auxiliary forward pass
+      with dropout off (§3.3 "we disable dropout in it when sampling replacement tokens");
+      the MLM loss uses the usual pass with dropout. False samples from that training pass, as
+      ELECTRA does.
+    replacement: 'auxiliary' samples X^MLM from the auxiliary MLM (COCO-LM); 'random' replaces
+      the masked tokens uniformly at random and builds no auxiliary model (Table 3 "w. Random
+      Replacements").
+    relative_position_bias: add a T5 relative position bias to every attention layer of both
+      Transformers (§4, the authors' code; Table 3 "w/o. Rel-Pos" sets False).
+    relative_position_num_buckets: relative-distance buckets of the bias (authors' code: 32).
+    relative_position_max_distance: distance beyond which positions share a bucket (128).
+    copy_loss_weight: λ_copy of Eq. (2), weight of the copy (RTD) loss on all tokens. The
+      paper does not print it; 50 is the authors' code default (`binary_loss_weight`), as in
+      ELECTRA. 0 removes the copy loss (the copy probability is then trained only through L_LM,
+      ELECTRA's All-Token MLM).
+    lm_loss_weight: weight of L_LM in L_CLM (Eq. 2: 1). 0 removes the language-model output of
+      the CLM head (Table 3 "RTD Only" and "SCL + RTD").
+    lm_positions: 'masked', L_LM on the masked positions (Eq. 2), or 'all', on every token
+      (Table 3 "All-Token LM Only", with copy_loss_weight 0 and clm_stop_gradient False).
+    copy_mechanism: p_LM mixes in the copy probability (Eq. 2); False is the plain softmax
+      (Table 3 "CLM w/o. Copy").
+    clm_stop_gradient: stop the gradient of L_LM into p_copy (Eq. 2's sg; Table 3 "CLM w/o.
+      Stop-grad" sets False).
+    scl_loss_weight: weight of L_SCL in Eq. (4) (1). 0 removes SCL and the cropped view (Table 3
+      "RTD Only", "CLM Only").
+    crop_fraction: share of X^orig's tokens kept in X^crop (§3.3: 90%; Figure 4 varies it).
+    scl_temperature: τ of Eq. (3) (§3.3: 1).
+  """
+  encoder: encoders.BertEncoderConfig = dataclasses.field(
+      default_factory=lambda: encoder_sizes.encoder_config('base'))
+  num_generator_layers: int = 4
+  generator_width_fraction: float = 1.0
+  sample_without_dropout: bool = True
+  replacement: str = 'auxiliary'
+  relative_position_bias: bool = True
+  relative_position_num_buckets: int = 32
+  relative_position_max_distance: int = 128
+  copy_loss_weight: float = 50.0
+  lm_loss_weight: float = 1.0
+  lm_positions: str = 'masked'
+  copy_mechanism: bool = True
+  clm_stop_gradient: bool = True
+  scl_loss_weight: float = 1.0
+  crop_fraction: float = 0.9
+  scl_temperature: float = 1.0

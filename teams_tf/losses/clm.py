@@ -1,18 +1,57 @@
-"""Corrective language modeling loss, COCO-LM §3.3 Eq. (2).
+"""Corrective language modeling, COCO-LM §3.3 Eq. (2).
 
 L_CLM = λ_copy·L_copy + L_LM. L_copy, the binary cross-entropy of the copy probability
 p_copy(1|h_i) = sigmoid(w_copy^T h_i) against 1(x^MLM_i = x^orig_i) over all tokens, is the RTD
-loss (`classification.rtd_loss` on the copy logits). This module implements L_LM:
+loss (`classification.rtd_loss` on the copy logits). This module implements p_LM and L_LM:
 
-  p_LM(x_i|h_i) = 1(x_i = x^MLM_i)·p_copy^sg(1|h_i) + p_copy^sg(0|h_i)·softmax(x^T h_i)[x_i]
+  p_LM(x|h_i) = 1(x = x^MLM_i)·p_copy(1|h_i) + p_copy(0|h_i)·softmax(x^T h_i)[x]
 
-on the masked positions, computed in log space (logsumexp of log p_copy + log softmax), so it
-stays finite when the compute dtype is bfloat16/float16 and when p_copy saturates.
+in log space (logsumexp of log p_copy and log p_copy(0) + log softmax), so it stays finite when
+the compute dtype is bfloat16/float16 and when p_copy saturates. L_LM averages -log p_LM of the
+original token over the masked positions, with p_copy under a stop-gradient.
 """
 
 import tensorflow as tf
 
 from teams_tf.losses import classification
+
+
+def corrective_lm_log_prob(log_vocab, copy_logits, is_input):
+  """log p_LM(x|h) of Eq. (2) for given tokens x, elementwise over any shape.
+
+  Args:
+    log_vocab: float32 log softmax(x^T h)[x] of the tokens x.
+    copy_logits: float32 w_copy^T h (broadcastable to `log_vocab`): the log-odds that the input
+      token is original.
+    is_input: bool, whether x is the token the main Transformer saw there (x = x^MLM).
+
+  Returns:
+    float32 log p_LM, the shape of `log_vocab`; differentiable w.r.t. both float inputs.
+  """
+  log_copy = tf.math.log_sigmoid(copy_logits)  # log p_copy(1|h)
+  log_correct = log_vocab + tf.math.log_sigmoid(-copy_logits)  # log p_copy(0|h)·softmax
+  log_copy = tf.broadcast_to(log_copy, tf.shape(log_correct))
+  # The copy term exists only where x is the input token itself.
+  return tf.where(is_input, tf.reduce_logsumexp(tf.stack([log_copy, log_correct], -1), -1),
+                  log_correct)
+
+
+def corrective_lm_log_probs(lm_logits, copy_logits, input_ids):
+  """The full distribution log p_LM(·|h_i) of Eq. (2) over the vocabulary.
+
+  Args:
+    lm_logits: [B, P, V] float scores x^T h_i (+ output bias).
+    copy_logits: [B, P] float w_copy^T h_i.
+    input_ids: [B, P] int x^MLM_i.
+
+  Returns:
+    [B, P, V] float32 log-probabilities; they sum to 1 over V.
+  """
+  log_vocab = tf.nn.log_softmax(tf.cast(lm_logits, tf.float32), axis=-1)
+  vocab_ids = tf.range(tf.shape(log_vocab)[-1], dtype=tf.int32)
+  is_input = tf.equal(vocab_ids, tf.cast(input_ids, tf.int32)[..., None])  # [B, P, V]
+  return corrective_lm_log_prob(
+      log_vocab, tf.cast(copy_logits, tf.float32)[..., None], is_input)
 
 
 def corrective_lm_loss(lm_logits, copy_logits, original_ids, input_ids, weights,
@@ -36,17 +75,11 @@ def corrective_lm_loss(lm_logits, copy_logits, original_ids, input_ids, weights,
   """
   log_probs = tf.nn.log_softmax(tf.cast(lm_logits, tf.float32), axis=-1)
   original_ids = tf.cast(original_ids, tf.int32)
-  log_vocab = tf.gather(log_probs, original_ids, batch_dims=2)  # [B, P]
+  log_lm = tf.gather(log_probs, original_ids, batch_dims=2)  # [B, P]
   if copy_mechanism:
     copy_logits = tf.cast(copy_logits, tf.float32)
     if stop_gradient:
       copy_logits = tf.stop_gradient(copy_logits)
-    log_copy = tf.math.log_sigmoid(copy_logits)  # log p_copy(1|h)
-    log_correct = tf.math.log_sigmoid(-copy_logits)  # log p_copy(0|h)
     is_copy = tf.equal(tf.cast(input_ids, tf.int32), original_ids)
-    # The copy term exists only where the input already is the original token.
-    copy_term = tf.where(is_copy, log_copy, tf.fill(tf.shape(log_copy), -float('inf')))
-    log_lm = tf.reduce_logsumexp(tf.stack([copy_term, log_correct + log_vocab], -1), -1)
-  else:
-    log_lm = log_vocab
+    log_lm = corrective_lm_log_prob(log_lm, copy_logits, is_copy)
   return classification.weighted_mean(-log_lm, weights)

@@ -48,3 +48,30 @@ def sequence_contrastive_loss(first, second, temperature=1.0):
   scores += tf.one_hot(own, 2 * global_pairs, on_value=-1e9, off_value=0.0)
   return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=partner, logits=scores))
+
+
+def pair_cosine_similarities(first, second):
+  """Mean [CLS] cosine of positive and of negative SCL pairs (COCO-LM Figure 7a's quantity).
+
+  Args:
+    first: [N, H] float representations of X^MLM.
+    second: [N, H] float representations of the paired views X^crop.
+
+  Returns:
+    (positive, negative) float32 scalars over this replica's batch: the mean cos(s_k, s_k^crop)
+    and the mean cosine of every other pair of the 2N sequences (the in-batch negatives); the
+    negative mean is 0 when N = 1.
+  """
+  views = tf.math.l2_normalize(
+      tf.concat([tf.cast(first, tf.float32), tf.cast(second, tf.float32)], 0), axis=-1)
+  num_pairs = tf.shape(first)[0]
+  cosines = tf.matmul(views, views, transpose_b=True)  # [2N, 2N]
+  rows = tf.range(2 * num_pairs)
+  partner = (rows + num_pairs) % (2 * num_pairs)
+  is_negative = ~(tf.equal(rows[:, None], rows[None, :]) |
+                  tf.equal(partner[:, None], rows[None, :]))
+  positive = tf.reduce_mean(tf.gather(cosines, partner, batch_dims=1))
+  negative = tf.math.divide_no_nan(
+      tf.reduce_sum(tf.where(is_negative, cosines, 0.0)),
+      tf.reduce_sum(tf.cast(is_negative, tf.float32)))
+  return positive, negative

@@ -23,18 +23,8 @@ from teams_tf.configs import models as model_configs
 from teams_tf.layers import candidate_sampler
 from teams_tf.layers import mws_head
 from teams_tf.layers import rtd_head as rtd_head_lib
+from teams_tf.layers import token_sampling
 from teams_tf.networks import shared_encoders
-
-
-def _scatter_masked(values, positions, weights, shape):
-  """Dense [B, T] tensor with `values` [B, P] at `positions` where weights > 0, else 0."""
-  batch_index = tf.broadcast_to(
-      tf.range(shape[0])[:, None], tf.shape(positions))
-  indices = tf.stack([batch_index, positions], axis=-1)  # [B, P, 2]
-  # Padded slots (weight 0) all point at position 0; multiplying by the weight makes their
-  # contribution 0, and real masked positions are distinct, so the sum is the value itself.
-  keep = tf.cast(weights > 0, values.dtype)
-  return tf.scatter_nd(indices, values * keep, shape)
 
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')
@@ -145,13 +135,8 @@ class TeamsPretrainer(tf_keras.Model):
 
     samples = self.candidate_sampler(
         mlm_logits, original_ids, seed=self._rng.make_seeds(1)[:, 0])
-    shape = tf.shape(word_ids)
-    is_masked = _scatter_masked(tf.ones_like(weights), positions, weights, shape) > 0
-    original = tf.where(
-        is_masked, _scatter_masked(original_ids, positions, weights, shape), word_ids)
-    corrupted = tf.where(
-        is_masked, _scatter_masked(samples['replaced_ids'], positions, weights, shape),
-        word_ids)
+    original, corrupted = token_sampling.replace_masked_tokens(
+        word_ids, positions, weights, original_ids, samples['replaced_ids'])
     outputs = dict(
         mlm_logits=mlm_logits,
         replaced_ids=samples['replaced_ids'],

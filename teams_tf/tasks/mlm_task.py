@@ -5,24 +5,18 @@ import dataclasses
 import tensorflow as tf
 import tf_keras
 
-from official.core import config_definitions as cfg
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.data import pretrain_dataloader
 from teams_tf.losses import classification
 from teams_tf.models import mlm_pretrainer
 from teams_tf.tasks import pretrain_base
 
 
 @dataclasses.dataclass
-class MlmPretrainTaskConfig(cfg.TaskConfig):
-  """BERT-MLM pretraining task: model and data."""
+class MlmPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
+  """BERT-MLM pretraining task: model (data from PretrainTaskConfig)."""
   model: model_configs.MlmConfig = dataclasses.field(default_factory=model_configs.MlmConfig)
-  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
-  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 def _mlm_loss(labels, outputs):

@@ -5,14 +5,26 @@ with their weights, and any metrics beyond one mean per loss term. Training and 
 are Model Garden's `base_task.Task` ones (replica loss scaling, LossScaleOptimizer handling).
 """
 
+import dataclasses
+
 import tensorflow as tf
 import tf_keras
 
 from official.core import base_task
+from official.core import config_definitions as cfg
 
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+
+
+@dataclasses.dataclass
+class PretrainTaskConfig(cfg.TaskConfig):
+  """Pretraining data of every objective; subclasses add their `model` config."""
+  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
+  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 class PretrainTask(base_task.Task):

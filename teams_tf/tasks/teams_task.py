@@ -5,11 +5,9 @@ import dataclasses
 import tensorflow as tf
 import tf_keras
 
-from official.core import config_definitions as cfg
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.data import pretrain_dataloader
 from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
@@ -17,14 +15,9 @@ from teams_tf.tasks import pretrain_base
 
 
 @dataclasses.dataclass
-class TeamsPretrainTaskConfig(cfg.TaskConfig):
-  """TEAMS pretraining task: model and data."""
-  model: model_configs.TeamsConfig = dataclasses.field(
-      default_factory=model_configs.TeamsConfig)
-  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
-  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
+class TeamsPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
+  """TEAMS pretraining task: model (data from PretrainTaskConfig)."""
+  model: model_configs.TeamsConfig = dataclasses.field(default_factory=model_configs.TeamsConfig)
 
 
 def loss_terms(labels, outputs):

@@ -25,7 +25,8 @@ _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
     ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
-]
+    ('coco_lm', None),
+] + [('coco_lm', variant) for variant in experiments.COCO_LM_ABLATIONS]
 _GIN_FILES = sorted(glob.glob(os.path.join(_ROOT, 'gin_configs', '*.gin')))
 
 
@@ -109,11 +110,10 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     tested = {(o, v) for o, v in _OBJECTIVES_AND_VARIANTS}
     for name in experiments.experiment_names():
       if experiments.yaml_path(name).startswith('pretraining/'):
-        objective, size, *variant = name.split('_', 2)
-        self.assertIn((objective, variant[0] if variant else None), tested, name)
+        objective, size, variant = experiments.split_name(name)
+        self.assertIn((objective, variant), tested, name)
         self.assertEqual(exp_factory.get_exp_config(name).as_dict(),
-                         experiments.pretraining_experiment(
-                             objective, size, variant[0] if variant else None).as_dict())
+                         experiments.pretraining_experiment(objective, size, variant).as_dict())
         self.assertTrue(experiments.describe(name), name)
 
   def test_electra_defaults(self):
@@ -132,7 +132,26 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
                        teams_pretrainer.resolve_layout(reimpl)['num_generator_layers'])
       self.assertEqual(1.0, reimpl.generator_width_fraction)
 
-  @parameterized.parameters('electra', 'mws')
+  def test_coco_lm_paper_knobs(self):
+    # COCO-LM §3.3 and §4: auxiliary as wide as the main model, 4 layers for 12 (6 for 24),
+    # dropout off when sampling, T5 relative positions (32 buckets up to 128 in the authors'
+    # code), λ_copy 50 (authors' code), crop 90%, τ = 1.
+    for size, auxiliary_layers in (('small', 4), ('base', 4), ('large', 6)):
+      model = exp_factory.get_exp_config(f'coco_lm_{size}').task.model
+      self.assertEqual(
+          (auxiliary_layers, 1.0, True, 'auxiliary', True, 32, 128, 50.0, 1.0, 'masked', True,
+           True, 1.0, 0.9, 1.0),
+          (model.num_generator_layers, model.generator_width_fraction,
+           model.sample_without_dropout, model.replacement, model.relative_position_bias,
+           model.relative_position_num_buckets, model.relative_position_max_distance,
+           model.copy_loss_weight, model.lm_loss_weight, model.lm_positions,
+           model.copy_mechanism, model.clm_stop_gradient, model.scl_loss_weight,
+           model.crop_fraction, model.scl_temperature))
+    electra_aux = exp_factory.get_exp_config('coco_lm_base_electra_aux').task.model
+    self.assertEqual((12, 256), (electra_aux.num_generator_layers, round(
+        electra_aux.encoder.hidden_size * electra_aux.generator_width_fraction)))
+
+  @parameterized.parameters('electra', 'mws', 'coco_lm')
   def test_baselines_are_compute_matched_with_teams(self, objective):
     # Same Table 5 encoder, data and optimisation; only model fields of the objective differ.
     for size in ('small', 'base', 'large'):

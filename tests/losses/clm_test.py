@@ -63,6 +63,18 @@ class CorrectiveLmLossTest(tf.test.TestCase, parameterized.TestCase):
     # Replaced tokens then cost about 60 nats (log p_copy(0) ≈ -60), not infinity.
     self.assertGreater(float(loss), 1.0)
 
+  def test_full_distribution_matches_numpy_and_sums_to_one(self):
+    lm_logits, copy_logits, _, inputs, _ = _inputs(3)
+    got = clm.corrective_lm_log_probs(lm_logits, copy_logits, inputs).numpy()
+    shifted = lm_logits - lm_logits.max(-1, keepdims=True)
+    softmax = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
+    p_copy = 1.0 / (1.0 + np.exp(-copy_logits))
+    expected = (1.0 - p_copy)[..., None] * softmax
+    for b, p in np.ndindex(*inputs.shape):
+      expected[b, p, inputs[b, p]] += p_copy[b, p]
+    self.assertAllClose(np.log(expected), got, atol=1e-5)
+    self.assertAllClose(np.ones(inputs.shape), np.exp(got).sum(-1), atol=1e-5)
+
   def test_all_weights_zero_gives_zero(self):
     lm_logits, copy_logits, original, inputs, _ = _inputs()
     self.assertEqual(0.0, float(clm.corrective_lm_loss(

@@ -48,6 +48,17 @@ class SequenceContrastiveLossTest(tf.test.TestCase, parameterized.TestCase):
     shuffled = contrastive.sequence_contrastive_loss(first, np.roll(first, 1, 0), 0.1)
     self.assertLess(float(aligned), float(shuffled))
 
+  def test_pair_cosine_similarities_match_numpy(self):
+    first, second = np.random.default_rng(4).normal(size=(2, 3, 5)).astype(np.float32)
+    views = np.concatenate([first, second], 0)
+    views /= np.linalg.norm(views, axis=-1, keepdims=True)
+    cosines = views @ views.T
+    positive = np.mean([cosines[k, k + 3] for k in range(3)])
+    negative = np.mean([cosines[i, j] for i in range(6) for j in range(6)
+                        if i != j and abs(i - j) != 3])
+    got = contrastive.pair_cosine_similarities(first, second)
+    self.assertAllClose((positive, negative), got, atol=1e-6)
+
   def test_negatives_come_from_the_global_batch_across_replicas(self):
     # Two logical CPUs need a fresh process (devices are fixed once TensorFlow starts).
     script = textwrap.dedent('''

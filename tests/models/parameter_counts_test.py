@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from official.nlp.configs import encoders
 
+from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import parameter_counts
 from teams_tf.models import teams_pretrainer
 from tests import testing_utils
@@ -48,6 +49,16 @@ class ParameterCountsTest(tf.test.TestCase, parameterized.TestCase):
     mlm_head = hidden * embedding + embedding + 2 * embedding + vocab
     self.assertEqual(layer + projection + mlm_head,
                      parameter_counts.parameter_counts(model)['generator'])
+
+  @parameterized.named_parameters(('relative_positions', True, 8 * 2),
+                                  ('absolute_positions', False, 0))
+  def test_coco_lm_keeps_bert_plus_its_position_bias_table(self, relative, bias_size):
+    # COCO-LM's main Transformer is BERT's plus one [buckets, heads] bias table (8 x 2 here).
+    config = testing_utils.tiny_coco_lm_config(relative_position_bias=relative)
+    model = coco_lm_pretrainer.build_coco_lm_pretrainer(config)
+    model(testing_utils.pretraining_batch())
+    counts = parameter_counts.parameter_counts(model)
+    self.assertEqual(_bert_v2_size(config.encoder) + bias_size, counts['kept_encoder'])
 
   def test_small_baselines_keep_the_same_14m_encoder(self):
     # TEAMS Table 1: BERT, ELECTRA and TEAMS small all keep a 14M encoder (BERT vocabulary).

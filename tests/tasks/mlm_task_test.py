@@ -6,17 +6,13 @@ import tensorflow as tf
 from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import models
 from teams_tf.tasks import mlm_task
 from tests import testing_utils
 
 
 def _task_config():
-  train_data, validation_data = testing_utils.sample_data_configs()
-  return mlm_task.MlmPretrainTaskConfig(
-      model=models.MlmConfig(encoder=testing_utils.tiny_encoder_config(
-          vocab_size=testing_utils.sample_vocab_size())),
-      train_data=train_data, validation_data=validation_data)
+  return testing_utils.sample_task_config(mlm_task.MlmPretrainTaskConfig,
+                                          testing_utils.tiny_mlm_config())
 
 
 class MlmTaskTest(tf.test.TestCase):

@@ -12,12 +12,8 @@ from tests import testing_utils
 
 
 def _task_config(**model_overrides):
-  train_data, validation_data = testing_utils.sample_data_configs()
-  return teams_task.TeamsPretrainTaskConfig(
-      model=testing_utils.tiny_teams_config(
-          encoder=testing_utils.tiny_encoder_config(
-              vocab_size=testing_utils.sample_vocab_size()), **model_overrides),
-      train_data=train_data, validation_data=validation_data)
+  return testing_utils.sample_task_config(teams_task.TeamsPretrainTaskConfig,
+                                          testing_utils.tiny_teams_config(**model_overrides))
 
 
 class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
