@@ -1,4 +1,4 @@
-r"""Exports a pretrained encoder, or a fine-tuned classifier or SQuAD model, as a SavedModel.
+r"""Exports a pretrained encoder, a fine-tuned classifier or SQuAD model, or COCO-LM's [MASK] filler.
 
   python tools/export_savedmodel.py --kind=encoder --model_dir=/tmp/teams_demo \
       --export_dir=/tmp/teams_demo_export
@@ -6,6 +6,8 @@ r"""Exports a pretrained encoder, or a fine-tuned classifier or SQuAD model, as 
       --export_dir=/tmp/mnli_export --text_fields=premise,hypothesis
   python tools/export_savedmodel.py --kind=squad --model_dir=/tmp/squad \
       --export_dir=/tmp/squad_export
+  python tools/export_savedmodel.py --kind=fill_mask --model_dir=/tmp/coco_lm_demo \
+      --export_dir=/tmp/coco_lm_fill_mask
 
 Settings not given as flags come from `--model_dir`'s params.yaml, then from the params.yaml of
 the pretraining run in its `task.init_checkpoint`. All logic is in `teams_tf.serving`; load the
@@ -24,7 +26,8 @@ _KIND = flags.DEFINE_enum(
     'encoder: the kept encoder of a pretraining run (TF Hub encoder + preprocessor SavedModels '
     'in <export_dir>/encoder and <export_dir>/preprocessing); classifier: a Model Garden '
     'SentencePredictionTask run served from raw text; squad: a QuestionAnsweringTask run served '
-    'from a raw question and context.')
+    'from a raw question and context; fill_mask: a COCO-LM pretraining run\'s main Transformer '
+    'and CLM head, filling [MASK] tokens in raw text.')
 _MODEL_DIR = flags.DEFINE_string(
     'model_dir', None, 'Training model_dir holding params.yaml and the checkpoints.')
 _EXPORT_DIR = flags.DEFINE_string('export_dir', None, 'Directory the SavedModel(s) are written to.')

@@ -6,7 +6,8 @@
 
 `--data_dir` holds `tools/create_glue_data.py` outputs, one folder per task:
 `<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Each (task, seed) is the
-registered experiment `glue_<task>_<size>` (TEAMS Table 6 hyper-parameters) run in this process by
+registered experiment `glue_<task>_<size>` (TEAMS Table 6 hyper-parameters; `..._rel_pos` when the
+checkpoint's encoder has COCO-LM's relative positions) run in this process by
 Model Garden's `train_lib.run_experiment` (mode train_and_eval) in `<output_dir>/<task>/seed_<k>`,
 seeded with `tf_keras.utils.set_random_seed(k)` and `task.train_data.seed=k`. Train steps are the
 registered experiment's epochs (Table 6: 5) over the converted train set at its batch size, or
@@ -117,29 +118,46 @@ def _nan_to_none(data):
   return data
 
 
-def _check_init_checkpoint(path):
-  """Checks `path` is a checkpoint (or a folder with one) holding an `encoder` entry."""
+def experiment_name(task, size, relative_positions=False):
+  """`glue_<task>_<size>`, or `..._rel_pos` for an encoder with relative positions (COCO-LM)."""
+  return f'glue_{task}_{size}{"_rel_pos" if relative_positions else ""}'
+
+
+def check_init_checkpoint(path):
+  """Checks `path` is a checkpoint (or a folder with one) holding an `encoder` entry.
+
+  Returns:
+    Whether that encoder has a relative position bias (COCO-LM's main Transformer), which
+    selects the `*_rel_pos` experiments; False without a checkpoint.
+  """
   if not path:
     logging.warning('No --init_checkpoint: fine-tuning from a random initialization.')
-    return
+    return False
   checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
   if not checkpoint or not tf.io.gfile.exists(checkpoint + '.index'):
     raise ValueError(f'--init_checkpoint={path} is neither a checkpoint prefix nor a folder with '
                      'a checkpoint.')
-  if not any(name.startswith('encoder/') for name, _ in tf.train.list_variables(checkpoint)):
+  names = [name for name, _ in tf.train.list_variables(checkpoint)
+           if name.startswith('encoder/')]
+  if not names:
     raise ValueError(f'{checkpoint} has no `encoder` entry: pass a pretraining checkpoint of '
                      'this project (teams_tf.train writes the kept encoder under `encoder`).')
+  relative_positions = any('/position_bias/' in name for name in names)
+  if relative_positions:
+    logging.info('%s has a relative-position encoder: running glue_<task>_<size>_rel_pos.',
+                 checkpoint)
+  return relative_positions
 
 
 def build_params(task, size, seed, data_dir, init_checkpoint, train_steps=None, epochs=None,
-                 params_override=None):
+                 params_override=None, relative_positions=False):
   """The experiment config of one run and a one-line description of its step count.
 
-  Starts from `glue_<task>_<size>`, applies `params_override`, then sets data paths, seeds,
-  sequence length (from meta_data.json), train steps, warm-up and decay steps, and logging
-  intervals. Raises ValueError when the data does not fit the experiment.
+  Starts from `experiment_name(task, size, relative_positions)`, applies `params_override`, then
+  sets data paths, seeds, sequence length (from meta_data.json), train steps, warm-up and decay
+  steps, and logging intervals. Raises ValueError when the data does not fit the experiment.
   """
-  name = f'glue_{task}_{size}'
+  name = experiment_name(task, size, relative_positions)
   registered = exp_factory.get_exp_config(name)
   params = exp_factory.get_exp_config(name)
   hyperparams.override_params_dict(params, params_override, is_strict=True)
@@ -358,12 +376,12 @@ def _prepare():
   if len(set(tasks)) != len(tasks):
     raise ValueError(f'--tasks={",".join(tasks)} repeats a task.')
   seeds = parse_seeds(_SEEDS.value)
-  _check_init_checkpoint(_INIT_CHECKPOINT.value)
+  relative_positions = check_init_checkpoint(_INIT_CHECKPOINT.value)
   configs = {(task, seed): build_params(task, _SIZE.value, seed, _DATA_DIR.value,
                                         _INIT_CHECKPOINT.value, _TRAIN_STEPS.value, _EPOCHS.value,
-                                        _PARAMS_OVERRIDE.value)
+                                        _PARAMS_OVERRIDE.value, relative_positions)
              for task in tasks for seed in seeds}
-  return tasks, seeds, configs
+  return tasks, seeds, configs, relative_positions
 
 
 def _write_tables(results, tasks, seeds, output_dir):
@@ -379,7 +397,7 @@ def _write_tables(results, tasks, seeds, output_dir):
 def main(argv):
   del argv
   try:
-    tasks, seeds, configs = _prepare()
+    tasks, seeds, configs, relative_positions = _prepare()
   except ValueError as e:  # Bad flags or data: one line, no stack trace.
     sys.exit(f'error: {" ".join(str(e).split())}')
   output_dir = _OUTPUT_DIR.value
@@ -397,8 +415,8 @@ def main(argv):
   for index, (task, seed) in enumerate(to_run):
     params, meta, steps_description = configs[(task, seed)]
     logging.info('=== run %d/%d: %s seed %d ===', index + 1, len(to_run), task, seed)
-    result = run_one(f'glue_{task}_{_SIZE.value}', task, seed, run_dirs[(task, seed)], params,
-                     meta, steps_description)
+    result = run_one(experiment_name(task, _SIZE.value, relative_positions), task, seed,
+                     run_dirs[(task, seed)], params, meta, steps_description)
     _write_json_atomically(os.path.join(run_dirs[(task, seed)], 'result.json'), result)
     elapsed = time.time() - start
     remaining = len(to_run) - index - 1

@@ -2,7 +2,9 @@
 
 Every pretraining objective here keeps a BERT-architecture encoder whose checkpoint entry
 `encoder` restores into Model Garden's `BertEncoderV2`, so fine-tuning is Model Garden's own
-`SentencePredictionTask` / `QuestionAnsweringTask` with `encoder.type: bert_v2`:
+`SentencePredictionTask` / `QuestionAnsweringTask` with `encoder.type: bert_v2`. COCO-LM's main
+Transformer adds T5 relative positions; its `*_rel_pos` experiments build it with Model Garden's
+`any` encoder type (`shared_encoders.build_relative_position_encoder`):
 
   python -m teams_tf.train --experiment=glue_sst2_small --mode=train_and_eval \
       --model_dir=/tmp/sst2 --params_override=task.init_checkpoint=/tmp/teams_small,...
@@ -65,14 +67,22 @@ _WARMUP_FRACTION = 0.1
 _BERT_VOCAB_SIZE = 30522
 
 
-def _encoder(size):
-  """bert_v2 encoder config: the paper sizes with BERT's vocabulary, demo = teams_demo's."""
+def _encoder(size, relative_positions=False):
+  """The kept encoder: the paper sizes with BERT's vocabulary, demo = the `*_demo` runs'.
+
+  `bert_v2` (every objective's kept encoder), or with `relative_positions` COCO-LM's main
+  Transformer (BERT plus T5 relative positions with the authors' 32 buckets up to 128), built
+  through Model Garden's `any` encoder type.
+  """
   if size == 'demo':
     vocab_size = tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
     config = encoder_sizes.encoder_config('tiny', vocab_size=vocab_size,
                                           max_position_embeddings=128)
   else:
     config = encoder_sizes.encoder_config(size, vocab_size=_BERT_VOCAB_SIZE)
+  if relative_positions:
+    return encoders.EncoderConfig(
+        type='any', any=encoder_sizes.RelativePositionEncoderConfig(**config.as_dict()))
   return encoders.EncoderConfig(type='bert_v2', bert_v2=config)
 
 
@@ -86,8 +96,8 @@ def _trainer(learning_rate, train_steps):
       validation_steps=-1, max_to_keep=2)
 
 
-def glue_experiment(task_name, size):
-  """`glue_<task>_<size>`: Model Garden sentence prediction on TFRecords from
+def glue_experiment(task_name, size, relative_positions=False):
+  """`glue_<task>_<size>[_rel_pos]`: Model Garden sentence prediction on TFRecords from
   `official.nlp.data.create_finetuning_data` (see README)."""
   task = GLUE_TASKS[task_name]
   learning_rate = _TABLE6[size][0]
@@ -96,7 +106,7 @@ def glue_experiment(task_name, size):
   return cfg.ExperimentConfig(
       task=sentence_prediction.SentencePredictionConfig(
           model=sentence_prediction.ModelConfig(
-              encoder=_encoder(size), num_classes=task.num_classes),
+              encoder=_encoder(size, relative_positions), num_classes=task.num_classes),
           metric_type=task.metric_type,
           train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(
               global_batch_size=_GLUE_BATCH_SIZE, seq_length=128, is_training=True,
@@ -109,8 +119,8 @@ def glue_experiment(task_name, size):
                     'task.validation_data.is_training != None'])
 
 
-def squad_experiment(version, size):
-  """`squad_<v1|v2>_<size>`: Model Garden question answering, scored with the official
+def squad_experiment(version, size, relative_positions=False):
+  """`squad_<v1|v2>_<size>[_rel_pos]`: Model Garden question answering, scored with the official
   SQuAD v1.1 / v2.0 EM and F1 scripts on `task.validation_data.input_path` (the dev JSON)."""
   learning_rate, batch_size, epochs = _TABLE6[size][1:]
   seq_length = 128 if size == 'demo' else 384
@@ -118,7 +128,7 @@ def squad_experiment(version, size):
   with_negative = version == 'v2'
   return cfg.ExperimentConfig(
       task=question_answering.QuestionAnsweringConfig(
-          model=question_answering.ModelConfig(encoder=_encoder(size)),
+          model=question_answering.ModelConfig(encoder=_encoder(size, relative_positions)),
           train_data=question_answering_dataloader.QADataConfig(
               global_batch_size=batch_size, seq_length=seq_length, is_training=True,
               version_2_with_negative=with_negative),
@@ -137,16 +147,21 @@ def _register(name, description, factory, *args):
   exp_factory.register_config_factory(name)(registered)
 
 
+# Encoder kinds: (name suffix, relative positions, description).
+_ENCODERS = (('', False, 'bert_v2 encoder'),
+             ('_rel_pos', True, 'relative-position (COCO-LM) encoder'))
 for _size in _TABLE6:
   _lr, _squad_lr, _squad_batch, _squad_epochs = _TABLE6[_size]
-  for _task_name, _task in GLUE_TASKS.items():
-    _register(f'glue_{_task_name}_{_size}',
-              f'GLUE {_task_name.upper()} fine-tuning of a {_size} bert_v2 encoder ({_task.metric_type}); '
-              f'Table 6: lr {_lr:g}, batch {_GLUE_BATCH_SIZE}, {_GLUE_EPOCHS} epochs',
-              glue_experiment, _task_name, _size)
-  for _version in SQUAD_TRAIN_EXAMPLES:
-    _register(f'squad_{_version}_{_size}',
-              f'SQuAD {"v1.1" if _version == "v1" else "v2.0"} fine-tuning of a {_size} bert_v2 '
-              f'encoder (official EM/F1); Table 6: lr {_squad_lr:g}, batch {_squad_batch}, '
-              f'{_squad_epochs} epochs',
-              squad_experiment, _version, _size)
+  for _suffix, _relative, _kind in _ENCODERS:
+    for _task_name, _task in GLUE_TASKS.items():
+      _register(f'glue_{_task_name}_{_size}{_suffix}',
+                f'GLUE {_task_name.upper()} fine-tuning of a {_size} {_kind} '
+                f'({_task.metric_type}); Table 6: lr {_lr:g}, batch {_GLUE_BATCH_SIZE}, '
+                f'{_GLUE_EPOCHS} epochs',
+                glue_experiment, _task_name, _size, _relative)
+    for _version in SQUAD_TRAIN_EXAMPLES:
+      _register(f'squad_{_version}_{_size}{_suffix}',
+                f'SQuAD {"v1.1" if _version == "v1" else "v2.0"} fine-tuning of a {_size} '
+                f'{_kind} (official EM/F1); Table 6: lr {_squad_lr:g}, batch {_squad_batch}, '
+                f'{_squad_epochs} epochs',
+                squad_experiment, _version, _size, _relative)

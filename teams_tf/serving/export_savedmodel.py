@@ -8,6 +8,8 @@ Three kinds, each read from a training `model_dir` (its `params.yaml` and a chec
   `export_modules.TextClassifier`.
 - `squad`: a Model Garden `QuestionAnsweringTask` run, served from a raw question and context by
   `export_modules.TextQuestionAnswering`.
+- `fill_mask`: a COCO-LM pretraining run's main Transformer and CLM head, filling [MASK] tokens
+  (`fill_mask.FillMask`).
 Each setting comes from its flag if given, else from the run's `params.yaml`, else from the
 `params.yaml` of the pretraining run named by `task.init_checkpoint` (where GLUE runs on TFRecords
 keep the vocabulary and its casing).
@@ -18,21 +20,22 @@ import os
 import tempfile
 from typing import List, Optional, Sequence
 
-from absl import logging
 import tensorflow as tf
-from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from official.core import export_base
-from official.modeling import hyperparams
 from official.nlp.configs import encoders
 from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 from official.nlp.tools import export_tfhub_lib
 
+from teams_tf.configs import models as model_configs
 from teams_tf.data import tokenization
+from teams_tf.models import coco_lm_pretrainer
 from teams_tf.serving import export_modules
+from teams_tf.serving import fill_mask
+from teams_tf.serving import training_runs
 
-KINDS = ('encoder', 'classifier', 'squad')
+KINDS = ('encoder', 'classifier', 'squad', 'fill_mask')
 # Signature names: raw text in the default signature, Model Garden's token-id signature beside it.
 TEXT_SIGNATURE = 'serving_default'
 TOKEN_IDS_SIGNATURE = 'serve_token_ids'
@@ -205,89 +208,39 @@ def export_squad(export_dir: str, *, model_config: question_answering.ModelConfi
       'the window are truncated')]
 
 
-class _RunSettings:
-  """Export settings: a flag if given, else the run's params.yaml, else its pretraining run's."""
+def export_fill_mask(export_dir: str, *, model_config: model_configs.CocoLmConfig,
+                     checkpoint_path: str, vocab_file: str, lower_case: bool, seq_length: int,
+                     top_k: int = 5) -> List[ExportedModel]:
+  """Writes a COCO-LM main Transformer + CLM head that fills [MASK] tokens to `export_dir`.
 
-  def __init__(self, model_dir):
-    self.params = self._read(os.path.join(model_dir, 'params.yaml'), '--model_dir')
-    self._sources = [(os.path.join(model_dir, 'params.yaml'), self.params)]
-    init_checkpoint = self.params.get('task', {}).get('init_checkpoint')
-    if init_checkpoint:
-      pretrain_dir = (init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else
-                      os.path.dirname(init_checkpoint))
-      path = os.path.join(pretrain_dir, 'params.yaml')
-      if tf.io.gfile.exists(path):
-        self._sources.append((path, self._read(path, 'task.init_checkpoint')))
+  Args:
+    export_dir: output directory.
+    model_config: the pretraining run's `task.model`.
+    checkpoint_path: a checkpoint whose root item `model` is the COCO-LM pretrainer.
+    vocab_file, lower_case: the model's WordPiece vocabulary (or `sample:vocab`) and casing.
+    seq_length: T, the packed length; longer texts are truncated.
+    top_k: proposals per [MASK].
 
-  @staticmethod
-  def _read(path, origin):
-    if not tf.io.gfile.exists(path):
-      raise ValueError(f'{path} does not exist; {origin} must be a training model_dir (train.py '
-                       'writes params.yaml there).')
-    return hyperparams.read_yaml_to_params_dict(path).as_dict()
-
-  def get(self, flag_name, flag_value, *keys, default=None):
-    """Returns `flag_value`, else the first set dotted key of the params files, else `default`."""
-    if flag_value is not None:
-      return flag_value
-    for path, params in self._sources:
-      for key in keys:
-        value = params
-        for part in key.split('.'):
-          value = value.get(part) if isinstance(value, dict) else None
-        if value not in (None, ''):
-          logging.info('%s=%r from %s (%s)', flag_name, value, path, key)
-          return value
-    if default is not None:
-      return default
-    raise ValueError(f'Pass --{flag_name}: it is not set by {" or ".join(keys)} in '
-                     f'{" or ".join(path for path, _ in self._sources)}.')
-
-
-def _parse_config(config, values, path):
-  """Overrides a Model Garden config with the `task.model` dict of params.yaml."""
-  try:
-    config.override(values, is_strict=True)
-  except (KeyError, ValueError, TypeError, AttributeError) as e:
-    raise ValueError(f'task.model in {path} is not a {type(config).__module__}.'
-                     f'{type(config).__name__} (wrong --kind?): {e}') from e
-  return config
-
-
-def _kept_encoder_depth(checkpoint_path):
-  """Number of transformer layers under the checkpoint item `encoder` (0 if there is none).
-
-  Read from the checkpoint's object graph: a layer that is also reachable by another path (an
-  extra task layer of the pretrainer) has its variables listed under that path only.
+  Returns:
+    A one-element list with the `ExportedModel`.
   """
-  graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(
-      tf.train.load_checkpoint(checkpoint_path).get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
-
-  def child(node_id, name):
-    return next((ref.node_id for ref in graph.nodes[node_id].children if ref.local_name == name),
-                None)
-
-  encoder = child(0, 'encoder')
-  layers = None if encoder is None else child(encoder, '_transformer_layers')
-  return 0 if layers is None else len(graph.nodes[layers].children)
-
-
-def _encoder_config(model_values, params_path, checkpoint_path):
-  """The kept encoder's `EncoderConfig` from the `task.model` dict of a pretraining params.yaml."""
-  encoder_values = model_values.get('encoder') or {}
-  if 'type' in encoder_values:  # A Model Garden EncoderConfig (oneof), e.g. from BERT runs.
-    return _parse_config(encoders.EncoderConfig(), encoder_values, params_path)
-  # This project's pretrainers keep a BertEncoderConfig, saved as BertEncoderV2. The kept stack
-  # can differ in depth from the discriminator (TEAMS Table 3 variants), so the checkpoint,
-  # which holds exactly the kept layers, sets the depth.
-  bert_config = _parse_config(encoders.BertEncoderConfig(), encoder_values, params_path)
-  depth = _kept_encoder_depth(checkpoint_path)
-  if depth and depth != bert_config.num_layers:
-    logging.info('The kept encoder in %s has %d layers (the discriminator %d).',
-                 checkpoint_path, depth, bert_config.num_layers)
-    bert_config.num_layers = depth
-  return encoders.EncoderConfig(type='bert_v2', bert_v2=bert_config)
+  _check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
+                      vocab_file, seq_length)
+  pretrainer = coco_lm_pretrainer.build_coco_lm_pretrainer(model_config)
+  module = fill_mask.FillMask(pretrainer, fill_mask.FillMaskParams(
+      vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length, top_k=top_k))
+  ones = tf.ones([1, 4], tf.int32)
+  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
+                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
+                  masked_lm_weights=tf.ones([1, 1])))  # Creates every variable.
+  _restore(checkpoint_path, 'a COCO-LM pretrainer', model=pretrainer)
+  export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
+  return [ExportedModel(
+      export_dir, checkpoint_path,
+      f'signatures {TEXT_SIGNATURE}(text=[B] string with [MASK]s) -> input_word_ids [B, T], '
+      'mask_positions [B, M] (-1 padding), top_ids/top_tokens/top_probabilities [B, M, '
+      f'{top_k}]; {TOKEN_IDS_SIGNATURE}(input_word_ids, input_mask, input_type_ids, '
+      'masked_lm_positions: int32) -> log_probs [B, P, V] (COCO-LM Eq. 2 p_LM)')]
 
 
 def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = None,
@@ -308,12 +261,12 @@ def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = 
   Raises:
     ValueError: a missing file or setting, or a checkpoint that does not match.
   """
-  settings = _RunSettings(model_dir)
+  settings = training_runs.RunSettings(model_dir)
   checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
   if not checkpoint_path:
     raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
   params_path = os.path.join(model_dir, 'params.yaml')
-  encoder_config = _encoder_config(
+  encoder_config = training_runs.kept_encoder_config(
       settings.params.get('task', {}).get('model') or {}, params_path, checkpoint_path)
   vocab = _check_fits_encoder(
       encoder_config, settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'), 1)
@@ -352,7 +305,7 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
   """
   if kind not in KINDS:
     raise ValueError(f'Unknown kind {kind!r}; valid kinds are {", ".join(KINDS)}.')
-  settings = _RunSettings(model_dir)
+  settings = training_runs.RunSettings(model_dir)
   checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
   if not checkpoint_path:
     raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
@@ -368,16 +321,20 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
     raise ValueError(f'{params_path} has no task.model; --model_dir must be a training model_dir.')
   if kind == 'encoder':
     return export_encoder(
-        export_dir, encoder_config=_encoder_config(model_values, params_path, checkpoint_path),
+        export_dir, encoder_config=training_runs.kept_encoder_config(model_values, params_path, checkpoint_path),
         **common)
+  if kind == 'fill_mask':
+    return export_fill_mask(
+        export_dir, model_config=training_runs.parse_model_config(
+            model_configs.CocoLmConfig(), model_values, params_path), **common)
   if kind == 'classifier':
     return export_classifier(
-        export_dir, model_config=_parse_config(
+        export_dir, model_config=training_runs.parse_model_config(
             sentence_prediction.ModelConfig(), model_values, params_path),
         text_fields=settings.get('text_fields', text_fields, 'task.train_data.text_fields'),
         **common)
   return export_squad(
-      export_dir, model_config=_parse_config(
+      export_dir, model_config=training_runs.parse_model_config(
           question_answering.ModelConfig(), model_values, params_path),
       max_query_length=settings.get('max_query_length', max_query_length,
                                     'task.validation_data.query_length',

@@ -20,7 +20,9 @@ from official.core import train_utils
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import teams_pretrainer
+from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import teams_task
 from tests import testing_utils
 
@@ -58,13 +60,34 @@ def write_pretraining_run(model_dir, vocab_file, seq_length, **model_overrides):
   model_config = testing_utils.tiny_teams_config(
       encoder=tiny_encoder_config(), **model_overrides)
   model = teams_pretrainer.build_teams_pretrainer(model_config, seed=1)
+  return model, _save_pretraining_run(
+      model, teams_task.TeamsPretrainTaskConfig, model_config, model_dir, vocab_file, seq_length)
+
+
+def write_coco_lm_pretraining_run(model_dir, vocab_file, seq_length, **model_overrides):
+  """A COCO-LM pretraining model_dir; `model_overrides` are CocoLmConfig fields.
+
+  Returns:
+    (pretrainer, checkpoint path).
+  """
+  model_config = testing_utils.tiny_coco_lm_config(
+      encoder=tiny_encoder_config(), **model_overrides)
+  model = coco_lm_pretrainer.build_coco_lm_pretrainer(model_config, seed=1)
+  return model, _save_pretraining_run(
+      model, coco_lm_task.CocoLmPretrainTaskConfig, model_config, model_dir, vocab_file,
+      seq_length)
+
+
+def _save_pretraining_run(model, task_config_cls, model_config, model_dir, vocab_file,
+                          seq_length):
+  """Checkpoints `model` (root `model` plus its checkpoint items) and writes params.yaml."""
   model(testing_utils.pretraining_batch(vocab_size=VOCAB.size))
   path = tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
       os.path.join(model_dir, 'ckpt'))
-  train_utils.serialize_config(cfg.ExperimentConfig(task=teams_task.TeamsPretrainTaskConfig(
+  train_utils.serialize_config(cfg.ExperimentConfig(task=task_config_cls(
       model=model_config, train_data=pretrain_dataloader.PretrainDataConfig(
           vocab_file=vocab_file, lower_case=True, seq_length=seq_length))), model_dir)
-  return model, path
+  return path
 
 
 def fine_tune(task, model_dir, batch, steps=2):

@@ -1,9 +1,12 @@
-"""tools/run_glue.py end to end on tiny GLUE fixtures, and fine-tuning from a TEAMS checkpoint."""
+"""tools/run_glue.py end to end on tiny GLUE fixtures; fine-tuning from TEAMS and COCO-LM."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+
+from absl.testing import parameterized
 
 import numpy as np
 import tensorflow as tf
@@ -15,6 +18,7 @@ from official.core import task_factory
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import finetune_experiments
 from teams_tf.data import glue
+from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import teams_pretrainer
 from tests import testing_utils
 
@@ -60,17 +64,30 @@ def _demo_encoder_config():
   return finetune_experiments.glue_experiment('sst2', 'demo').task.model.encoder.bert_v2
 
 
-def _save_tiny_pretraining_checkpoint(directory):
-  """A TEAMS pretrainer whose kept encoder has the glue_*_demo encoder's shape, saved as Model
-  Garden's trainer saves it (checkpoint_items beside `model`)."""
-  model = teams_pretrainer.build_teams_pretrainer(
-      testing_utils.tiny_teams_config(encoder=_demo_encoder_config()), seed=3)
+def _save_tiny_pretraining_checkpoint(directory, objective='teams'):
+  """A TEAMS (or COCO-LM) pretrainer whose kept encoder has the glue_*_demo encoder's shape,
+  saved as Model Garden's trainer saves it (checkpoint_items beside `model`)."""
+  if objective == 'teams':
+    model = teams_pretrainer.build_teams_pretrainer(
+        testing_utils.tiny_teams_config(encoder=_demo_encoder_config()), seed=3)
+  else:  # COCO-LM's relative positions, as the *_rel_pos experiments build them.
+    model = coco_lm_pretrainer.build_coco_lm_pretrainer(testing_utils.tiny_coco_lm_config(
+        encoder=_demo_encoder_config(), relative_position_num_buckets=32,
+        relative_position_max_distance=128), seed=3)
   model(testing_utils.pretraining_batch())
   return tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
       os.path.join(directory, 'ckpt'))
 
 
-class RunGlueTest(tf.test.TestCase):
+def _import_run_glue():
+  spec = importlib.util.spec_from_file_location(
+      'run_glue', os.path.join(_ROOT, 'tools', 'run_glue.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
 
   @classmethod
   def setUpClass(cls):
@@ -83,11 +100,13 @@ class RunGlueTest(tf.test.TestCase):
       glue.write_records(glue.tsv_processor(task), glue_dir, vocab, True, _SEQ_LENGTH,
                          os.path.join(cls.data_dir, task), task, glue_dir)
     cls.checkpoint = _save_tiny_pretraining_checkpoint(os.path.join(cls.root, 'pretrain'))
+    cls.coco_lm_checkpoint = _save_tiny_pretraining_checkpoint(
+        os.path.join(cls.root, 'coco_lm'), 'coco_lm')
 
-  def _params(self):
-    params = exp_factory.get_exp_config('glue_sst2_demo')
+  def _params(self, name='glue_sst2_demo', checkpoint=None):
+    params = exp_factory.get_exp_config(name)
     params.override({'task': {
-        'init_checkpoint': os.path.dirname(self.checkpoint),
+        'init_checkpoint': os.path.dirname(checkpoint or self.checkpoint),
         'train_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'train.tfrecord'),
                        'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
         'validation_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'dev.tfrecord'),
@@ -95,15 +114,19 @@ class RunGlueTest(tf.test.TestCase):
     }})
     return params
 
-  def test_init_checkpoint_restores_the_encoder_and_fine_tuning_lowers_the_loss(self):
+  @parameterized.named_parameters(('teams', 'glue_sst2_demo', 'checkpoint'),
+                                  ('coco_lm', 'glue_sst2_demo_rel_pos', 'coco_lm_checkpoint'))
+  def test_init_checkpoint_restores_the_encoder_and_fine_tuning_lowers_the_loss(
+      self, name, checkpoint_attribute):
     tf_keras.utils.set_random_seed(1)
-    params = self._params()
+    checkpoint = getattr(self, checkpoint_attribute)
+    params = self._params(name, checkpoint)
     task = task_factory.get_task(params.task)
     model = task.build_model()
     batch = next(iter(task.build_inputs(params.task.train_data)))
     model(batch)
-    reader = tf.train.load_checkpoint(self.checkpoint)
-    encoder_keys = [key for key, _ in tf.train.list_variables(self.checkpoint)
+    reader = tf.train.load_checkpoint(checkpoint)
+    encoder_keys = [key for key, _ in tf.train.list_variables(checkpoint)
                     if key.startswith('encoder/')]
     self.assertNotEmpty(encoder_keys)
 
@@ -130,6 +153,16 @@ class RunGlueTest(tf.test.TestCase):
     for _ in range(8):
       task.train_step(batch, model, optimizer, metrics=[])
     self.assertLess(loss(), initial - 0.05)
+
+  def test_relative_position_checkpoints_select_the_rel_pos_experiments(self):
+    run_glue = _import_run_glue()
+    self.assertFalse(run_glue.check_init_checkpoint(os.path.dirname(self.checkpoint)))
+    self.assertTrue(run_glue.check_init_checkpoint(os.path.dirname(self.coco_lm_checkpoint)))
+    params, _, _ = run_glue.build_params(
+        'sst2', 'demo', 1, self.data_dir, os.path.dirname(self.coco_lm_checkpoint),
+        train_steps=2, relative_positions=True)
+    self.assertEqual('any', params.task.model.encoder.type)
+    self.assertEqual(32, params.task.model.encoder.any.relative_position_num_buckets)
 
   def _run_glue(self, output_dir, *extra):
     return subprocess.run(
