@@ -26,7 +26,6 @@ use, so records from either source carry the same ids.
 """
 
 import collections
-import json
 import os
 import time
 

@@ -28,7 +28,6 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from typing import Optional
 
 from absl import logging
 import numpy as np
