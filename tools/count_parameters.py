@@ -10,7 +10,6 @@ experiments are every registered pretraining experiment of the paper sizes (smal
 about 1.5 minutes on 2 CPU cores). Writes `<output>.md` and `<output>.json`.
 """
 
-import json
 import os
 
 from absl import app
@@ -68,7 +67,7 @@ def main(_):
   names = _EXPERIMENTS.value or [
       name for name in experiments.experiment_names()
       if experiments.yaml_path(name).startswith('pretraining/') and
-      name.split('_')[1] in _PAPER_SIZES]
+      experiments.split_name(name)[1] in _PAPER_SIZES]
   rows = []
   for i, name in enumerate(names, 1):
     counts = count(name, _VOCAB_SIZE.value)
