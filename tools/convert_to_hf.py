@@ -7,7 +7,8 @@ r"""Writes the kept encoder of a pretraining run as a Hugging Face ELECTRA check
   model = AutoModel.from_pretrained('/tmp/teams_demo_hf')       # transformers.ElectraModel
   tokenizer = AutoTokenizer.from_pretrained('/tmp/teams_demo_hf')
 
-Works for every objective of this project (the kept encoder is always BERT/ELECTRA-shaped);
+Works for every objective of this project whose kept encoder is BERT/ELECTRA-shaped, i.e. all but
+COCO-LM with its T5 relative positions (`coco_lm_<size>_no_rel_pos` converts);
 `teams_tf.serving.hf_conversion` documents the mapping.
 """
 

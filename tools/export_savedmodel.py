@@ -1,4 +1,4 @@
-r"""Exports a pretrained encoder, a fine-tuned classifier or SQuAD model, or COCO-LM's [MASK] filler.
+r"""Exports a pretrained encoder, a fine-tuned GLUE or SQuAD model, or a COCO-LM [MASK] filler.
 
   python tools/export_savedmodel.py --kind=encoder --model_dir=/tmp/teams_demo \
       --export_dir=/tmp/teams_demo_export

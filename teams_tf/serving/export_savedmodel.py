@@ -321,7 +321,8 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
     raise ValueError(f'{params_path} has no task.model; --model_dir must be a training model_dir.')
   if kind == 'encoder':
     return export_encoder(
-        export_dir, encoder_config=training_runs.kept_encoder_config(model_values, params_path, checkpoint_path),
+        export_dir, encoder_config=training_runs.kept_encoder_config(
+            model_values, params_path, checkpoint_path),
         **common)
   if kind == 'fill_mask':
     return export_fill_mask(

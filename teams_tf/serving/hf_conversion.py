@@ -1,7 +1,8 @@
 """Kept encoder -> Hugging Face ELECTRA checkpoint (`transformers.ElectraModel`).
 
-Every objective here keeps a Model Garden `BertEncoderV2`-layout encoder (post-LN BERT blocks,
-optionally a factorised embedding with a projection to the hidden width). That is exactly
+Every objective here but COCO-LM with relative positions (refused: ELECTRA has no such bias)
+keeps a Model Garden `BertEncoderV2`-layout encoder (post-LN BERT blocks, optionally a factorised
+embedding with a projection to the hidden width). That is exactly
 ELECTRA's architecture in `transformers` (`embedding_size` != `hidden_size` gives its
 `embeddings_project`), so one mapping serves TEAMS, ELECTRA and BERT encoders. Model Garden's
 GELU is the tanh approximation, which `transformers` calls `gelu_new`. The [CLS] pooler is not
@@ -12,6 +13,8 @@ import os
 import shutil
 
 import numpy as np
+
+from teams_tf.configs import encoders as encoder_configs
 
 _PREFIX = 'transformer/layer_'
 
@@ -80,12 +83,17 @@ def export_to_hf(encoder, encoder_config, vocab_file, lower_case, pad_id, output
 
   Raises:
     ValueError: an encoder the ELECTRA architecture cannot express (pre-LN blocks, a
-      non-GELU activation).
+      non-GELU activation, a relative position bias).
   """
   # Imported here: torch/transformers are an optional extra (`pip install .[hf]`).
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
 
+  if isinstance(encoder_config, encoder_configs.RelativePositionEncoderConfig):
+    raise ValueError(
+        'This encoder adds a T5 relative position bias (COCO-LM), which transformers\' '
+        'ElectraModel does not have; converting it would drop the bias. Export it with '
+        'tools/export_savedmodel.py --kind=encoder, or pretrain coco_lm_<size>_no_rel_pos.')
   if encoder_config.norm_first:
     raise ValueError('norm_first=True (pre-LN) encoders have no ELECTRA/BERT equivalent in '
                      'transformers; only post-LN encoders can be converted.')

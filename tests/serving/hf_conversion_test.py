@@ -7,6 +7,7 @@ import transformers
 
 from official.nlp.configs import encoders
 
+from teams_tf.configs import encoders as encoder_configs
 from teams_tf.data import embedded
 from teams_tf.data import tokenization
 from teams_tf.models import teams_pretrainer
@@ -59,6 +60,13 @@ class HfConversionTest(tf.test.TestCase):
     config = testing_utils.tiny_encoder_config()
     config.norm_first = True
     with self.assertRaisesRegex(ValueError, 'pre-LN'):
+      hf_conversion.export_to_hf(None, config, '', True, 0, self.get_temp_dir())
+
+  def test_relative_position_encoder_is_rejected(self):
+    # COCO-LM's main Transformer: ElectraModel has no relative position bias to hold it.
+    config = encoder_configs.RelativePositionEncoderConfig(
+        **testing_utils.tiny_encoder_config().as_dict())
+    with self.assertRaisesRegex(ValueError, 'relative position bias .* --kind=encoder'):
       hf_conversion.export_to_hf(None, config, '', True, 0, self.get_temp_dir())
 
 
