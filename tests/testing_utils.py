@@ -74,6 +74,22 @@ def constant_lr_optimizer(learning_rate):
   return factory.build_optimizer(factory.build_learning_rate())
 
 
+def overfit_losses(task, steps, learning_rate=3e-3):
+  """(first, last) training loss of `steps` + 1 steps on one fixed batch of `task`'s train data.
+
+  `task` is a pretraining Task whose `train_data` is configured (e.g. `sample_task_config`).
+  """
+  model = task.build_model()
+  batch = next(iter(task.build_inputs(task.task_config.train_data)))
+  optimizer = constant_lr_optimizer(learning_rate)
+  metrics = task.build_metrics()
+  step = tf.function(lambda: task.train_step(batch, model, optimizer, metrics=metrics))
+  first = float(step()['loss'])
+  for _ in range(steps):
+    last = float(step()['loss'])
+  return first, last
+
+
 def pretraining_batch(batch_size=3, seq_length=SEQ_LENGTH, num_predictions=NUM_PREDICTIONS,
                       vocab_size=VOCAB_SIZE, seed=0):
   """A masked batch with padding: real tokens, [MASK]ed positions, padded prediction slots.
@@ -115,3 +131,10 @@ def tiny_coco_lm_config(**overrides):
       relative_position_max_distance=16)
   defaults.update(overrides)
   return models.CocoLmConfig(**defaults)
+
+
+def tiny_script_config(**overrides):
+  """SCRIPT over the 2-layer tiny encoder."""
+  defaults = dict(encoder=tiny_encoder_config())
+  defaults.update(overrides)
+  return models.ScriptConfig(**defaults)

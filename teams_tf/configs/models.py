@@ -143,3 +143,27 @@ class CocoLmConfig(base_config.Config):
   scl_loss_weight: float = 1.0
   crop_fraction: float = 0.9
   scl_temperature: float = 1.0
+
+
+@dataclasses.dataclass
+class ScriptConfig(base_config.Config):
+  """SCRIPT (Nijkamp et al., 2021): one encoder trained by MLM and as its own critic.
+
+  L = L_MLM + α·L_Disc (§2). No generator and no parameters beyond BERT's encoder and MLM head.
+
+  Attributes:
+    encoder: the encoder (kept); its embedding table is tied to the MLM softmax layer W.
+    discriminator_loss_weight: α (Appendix 4.1: 50).
+    gumbel_temperature: τ of Eq. (3). The paper gives no value. The default hard sample is
+      argmax of (log π + g)/τ, which follows π = p_θ(x_t | x̂) exactly for every τ, so τ only
+      matters with `straight_through`; 1 is the plain Gumbel-softmax.
+    straight_through: the paper does not say whether gradients pass through the sample. False
+      (default): a hard sample with no gradient into pass 1, as ELECTRA's generator sampling.
+      True: the straight-through Gumbel-softmax (Jang et al., 2016): forward with the hard
+      sample, backward through softmax((log π + g)/τ) into pass 1.
+  """
+  encoder: encoders.BertEncoderConfig = dataclasses.field(
+      default_factory=lambda: encoder_sizes.encoder_config('small'))
+  discriminator_loss_weight: float = 50.0
+  gumbel_temperature: float = 1.0
+  straight_through: bool = False

@@ -13,19 +13,12 @@ non-original tokens instead (the paper's Figure 5 comparison).
 Unlike Model Garden's `candidate_size`, K here counts only non-original tokens, as in the paper.
 """
 
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from teams_tf.layers import token_sampling
+
 _STRATEGIES = ('sampled', 'hardest')
-
-
-def _gumbel_noise(shape, seed):
-  """Standard Gumbel noise from a stateless seed; float32 [shape]."""
-  # minval > 0 keeps log(u) finite; maxval is exclusive, so -log(u) > 0.
-  tiny = np.finfo(np.float32).tiny
-  u = tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
-  return -tf.math.log(-tf.math.log(u))
 
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')
@@ -94,7 +87,7 @@ class CandidateSampler(tf_keras.layers.Layer):
         tf.cast(original_ids, tf.int32), vocab_size, on_value=True, off_value=False)
     scores = tf.where(is_original, tf.constant(-float('inf')), logits)
     if self._strategy == 'sampled':
-      scores += _gumbel_noise(tf.shape(logits), negative_seed)
+      scores += token_sampling.gumbel_noise(tf.shape(logits), negative_seed)
     negative_ids = tf.math.top_k(scores, k=self._num_negatives, sorted=False).indices
     return dict(replaced_ids=replaced_ids, negative_ids=negative_ids)
 

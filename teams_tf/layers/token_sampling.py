@@ -1,11 +1,24 @@
-"""Writing sampled tokens back into sequences (ELECTRA/TEAMS x^R, COCO-LM X^MLM).
+"""Sampling tokens and writing them back into sequences (TEAMS x^R, COCO-LM X^MLM, SCRIPT x̄).
 
-Every replaced-token objective here builds the corrupted sequence the same way: the masked input
-x^M with the sampled token at each masked position, and, beside it, the original sequence x
-recovered from the masked positions' labels.
+Gumbel noise (for TEAMS' candidate sets and SCRIPT's Gumbel-softmax, Eq. 3), and the corrupted
+sequence every replaced-token objective here builds the same way: the masked input x^M with the
+sampled token at each masked position, and, beside it, the original sequence x recovered from the
+masked positions' labels.
 """
 
+import numpy as np
 import tensorflow as tf
+
+
+def gumbel_noise(shape, seed):
+  """Standard Gumbel(0, 1) noise from a stateless seed; float32 [shape].
+
+  Inverse transform: g = -log(-log u), u ~ Uniform(0, 1) (SCRIPT footnote 1).
+  """
+  # minval > 0 keeps log(u) finite; maxval is exclusive, so -log(u) > 0.
+  tiny = np.finfo(np.float32).tiny
+  u = tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
+  return -tf.math.log(-tf.math.log(u))
 
 
 def _scatter_masked(values, positions, weights, shape):
@@ -55,3 +68,30 @@ def uniform_token_ids(shape, vocab_size, seed):
     int32 tensor of `shape`.
   """
   return tf.random.stateless_uniform(shape, seed, minval=0, maxval=vocab_size, dtype=tf.int32)
+
+
+def gumbel_softmax_sample(logits, temperature, seed, straight_through=False):
+  """One token per row from the Gumbel-softmax distribution, SCRIPT Eq. (3).
+
+  The hard sample is argmax_v (log π_v + g_v) / τ, distributed exactly as π = softmax(logits)
+  whatever τ (Gumbel-max). With `straight_through`, the returned one-hot is the hard sample in
+  the forward pass and carries the gradient of softmax((log π + g) / τ) in the backward pass.
+
+  Args:
+    logits: [..., V] float scores (log π up to a constant); cast to float32.
+    temperature: τ > 0 of Eq. (3).
+    seed: [2] int stateless seed.
+    straight_through: also return the straight-through one-hot.
+
+  Returns:
+    (ids, one_hot): [...] int32 sampled ids and, with `straight_through`, [..., V] float32 one-hot
+    differentiable w.r.t. `logits`; else None. `ids` is never differentiable.
+  """
+  logits = tf.cast(logits, tf.float32)
+  perturbed = (tf.nn.log_softmax(logits) + gumbel_noise(tf.shape(logits), seed)) / temperature
+  ids = tf.argmax(perturbed, axis=-1, output_type=tf.int32)
+  if not straight_through:
+    return ids, None
+  soft = tf.nn.softmax(perturbed)
+  hard = tf.one_hot(ids, tf.shape(logits)[-1], dtype=soft.dtype)
+  return ids, hard + soft - tf.stop_gradient(soft)

@@ -25,7 +25,7 @@ _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
     ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
-    ('coco_lm', None),
+    ('coco_lm', None), ('script', None),
 ] + [('coco_lm', variant) for variant in experiments.COCO_LM_ABLATIONS]
 _GIN_FILES = sorted(glob.glob(os.path.join(_ROOT, 'gin_configs', '*.gin')))
 
@@ -150,6 +150,28 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     electra_aux = exp_factory.get_exp_config('coco_lm_base_electra_aux').task.model
     self.assertEqual((12, 256), (electra_aux.num_generator_layers, round(
         electra_aux.encoder.hidden_size * electra_aux.generator_width_fraction)))
+
+  def test_script_follows_its_table_4(self):
+    # SCRIPT Appendix Table 4 (steps from Table 2's caption), α = 50; small and base only.
+    expected = {'small': (12, 256, 128, 5e-4, 128, 1_000_000, 128),
+                'base': (12, 768, 768, 2e-4, 256, 766_000, 512)}
+    for size, values in expected.items():
+      params = exp_factory.get_exp_config(f'script_{size}')
+      encoder = params.task.model.encoder
+      optimizer = params.trainer.optimizer_config
+      self.assertEqual(values, (
+          encoder.num_layers, encoder.hidden_size, encoder.embedding_size,
+          optimizer.learning_rate.polynomial.initial_learning_rate,
+          params.task.train_data.global_batch_size, params.trainer.train_steps,
+          params.task.train_data.seq_length))
+      self.assertEqual((10_000, 1e-6, 0.01), (
+          optimizer.warmup.linear.warmup_steps, optimizer.optimizer.adamw.epsilon,
+          optimizer.optimizer.adamw.weight_decay_rate))
+      self.assertEqual((50.0, False), (params.task.model.discriminator_loss_weight,
+                                       params.task.model.straight_through))
+    self.assertNotIn('script_large', experiments.experiment_names())
+    with self.assertRaisesRegex(ValueError, "script has no size 'large'"):
+      experiments.pretraining_experiment('script', 'large')
 
   @parameterized.parameters('electra', 'mws', 'coco_lm')
   def test_baselines_are_compute_matched_with_teams(self, objective):

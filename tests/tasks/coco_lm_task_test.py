@@ -76,15 +76,7 @@ class CocoLmTaskTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllEqual(tf.cast(batch['input_mask'], tf.float32), outputs['lm_weights'])
 
   def test_overfits_one_batch(self):
-    task = task_factory.get_task(_task_config())
-    model = task.build_model()
-    batch = next(iter(task.build_inputs(task.task_config.train_data)))
-    optimizer = testing_utils.constant_lr_optimizer(3e-3)
-    metrics = task.build_metrics()
-    step = tf.function(lambda: task.train_step(batch, model, optimizer, metrics=metrics))
-    first = float(step()['loss'])
-    for _ in range(30):
-      last = float(step()['loss'])
+    first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 30)
     self.assertLess(last, 0.7 * first)
 
   def test_trains_on_records_from_the_data_tool(self):

@@ -42,15 +42,9 @@ class MlmTaskTest(tf.test.TestCase):
     self.assertAllClose(float(val_logs['loss']), float(metrics[0].result()), rtol=1e-6)
 
   def test_overfits_one_batch(self):
-    task = task_factory.get_task(_task_config())
-    model = task.build_model()
-    batch = next(iter(task.build_inputs(task.task_config.train_data)))
-    optimizer = testing_utils.constant_lr_optimizer(3e-3)
-    step = tf.function(lambda: task.train_step(batch, model, optimizer))
-    first = float(step()['loss'])
-    for _ in range(40):
-      last = float(step()['loss'])
-    self.assertLess(last, 0.6 * first)  # About 0.45 * first after 40 steps.
+    first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 40)
+    # About 0.45 * first after 40 steps.
+    self.assertLess(last, 0.6 * first)
 
   def test_vocab_size_mismatch_is_reported_with_the_fix(self):
     config = _task_config()

@@ -1,0 +1,51 @@
+"""SCRIPT's self-critic: the MLM softmax layer read as a discriminator (Nijkamp et al., §2).
+
+Augmenting the V softmax logits s_t with a zero logit for "replaced" gives
+  p(t+ | x̄) = Σ_v exp(s_tv) / (Σ_v exp(s_tv) + 1)   (Eq. 5),   p(t- | x̄) = 1 / (... + 1)   (Eq. 4),
+i.e. p(t+) = sigmoid(logsumexp_v s_tv): the log-odds of "original" is logsumexp(s_t). Everything
+here works on those log-odds in float32, so it stays finite when s_t is bfloat16 or very large.
+"""
+
+import tensorflow as tf
+
+from teams_tf.losses import classification
+
+
+def self_critic_log_odds(scores):
+  """log p(t+) - log p(t-) = logsumexp_v s_tv (Eq. 4-5).
+
+  Args:
+    scores: [..., V] float softmax-layer logits s_t.
+
+  Returns:
+    [...] float32 log-odds that the token is original; differentiable w.r.t. `scores`.
+  """
+  return tf.reduce_logsumexp(tf.cast(scores, tf.float32), axis=-1)
+
+
+def self_critic_loss(log_odds, labels, weights):
+  """L_Disc of SCRIPT Eq. (6): binary cross-entropy of p(t+), averaged over weighted tokens.
+
+  Args:
+    log_odds: [B, T] float `self_critic_log_odds` of the sampled sequence x̄.
+    labels: [B, T] float, 1 where x̄_t = x_t (positive), 0 where replaced.
+    weights: [B, T] float or int, 0 for padding.
+
+  Returns:
+    Scalar float32 weighted mean of -[y log p(t+) + (1 - y) log p(t-)]; 0 if all weights are 0.
+  """
+  return classification.rtd_loss(log_odds, labels, weights)
+
+
+def pseudo_log_likelihood(log_odds, weights):
+  """SCRIPT's PLL of Eq. (7): Σ_t log p(t+ | x), one forward pass per sequence.
+
+  Args:
+    log_odds: [B, T] float `self_critic_log_odds` of the sequences themselves.
+    weights: [B, T] float, 1 for the tokens that count (e.g. not padding, [CLS], [SEP]).
+
+  Returns:
+    [B] float32 PLL, ≤ 0.
+  """
+  log_p_original = tf.math.log_sigmoid(tf.cast(log_odds, tf.float32))
+  return tf.reduce_sum(log_p_original * tf.cast(weights, tf.float32), axis=-1)
