@@ -1,4 +1,4 @@
-r"""Exports a pretrained encoder, a fine-tuned GLUE or SQuAD model, or a COCO-LM [MASK] filler.
+r"""Exports a pretrained encoder, a fine-tuned GLUE or SQuAD model, or a COCO-LM/SCRIPT scorer.
 
   python tools/export_savedmodel.py --kind=encoder --model_dir=/tmp/teams_demo \
       --export_dir=/tmp/teams_demo_export
@@ -8,6 +8,8 @@ r"""Exports a pretrained encoder, a fine-tuned GLUE or SQuAD model, or a COCO-LM
       --export_dir=/tmp/squad_export
   python tools/export_savedmodel.py --kind=fill_mask --model_dir=/tmp/coco_lm_demo \
       --export_dir=/tmp/coco_lm_fill_mask
+  python tools/export_savedmodel.py --kind=pll --model_dir=/tmp/script_demo \
+      --export_dir=/tmp/script_pll
 
 Settings not given as flags come from `--model_dir`'s params.yaml, then from the params.yaml of
 the pretraining run in its `task.init_checkpoint`. All logic is in `teams_tf.serving`; load the
@@ -27,7 +29,8 @@ _KIND = flags.DEFINE_enum(
     'in <export_dir>/encoder and <export_dir>/preprocessing); classifier: a Model Garden '
     'SentencePredictionTask run served from raw text; squad: a QuestionAnsweringTask run served '
     'from a raw question and context; fill_mask: a COCO-LM pretraining run\'s main Transformer '
-    'and CLM head, filling [MASK] tokens in raw text.')
+    'and CLM head, filling [MASK] tokens in raw text; pll: a SCRIPT pretraining run scoring raw '
+    'sentences with its one-pass pseudo-log-likelihood and the masked-LM one.')
 _MODEL_DIR = flags.DEFINE_string(
     'model_dir', None, 'Training model_dir holding params.yaml and the checkpoints.')
 _EXPORT_DIR = flags.DEFINE_string('export_dir', None, 'Directory the SavedModel(s) are written to.')

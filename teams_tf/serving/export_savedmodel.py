@@ -1,6 +1,6 @@
-"""Training checkpoint -> SavedModel for the kept encoder and for fine-tuned heads.
+"""Training checkpoint -> SavedModel: kept encoders, fine-tuned heads, whole pretrainers.
 
-Three kinds, each read from a training `model_dir` (its `params.yaml` and a checkpoint):
+Five kinds, each read from a training `model_dir` (its `params.yaml` and a checkpoint):
 - `encoder`: the kept encoder of a pretraining run (checkpoint item `encoder`, laid out as Model
   Garden's `BertEncoderV2`) with the TF Hub text-encoder interface, and the matching TF Hub
   preprocessing model, both written by Model Garden's `export_tfhub_lib`.
@@ -10,6 +10,8 @@ Three kinds, each read from a training `model_dir` (its `params.yaml` and a chec
   `export_modules.TextQuestionAnswering`.
 - `fill_mask`: a COCO-LM pretraining run's main Transformer and CLM head, filling [MASK] tokens
   (`fill_mask.FillMask`).
+- `pll`: a SCRIPT pretraining run scoring raw sentences with SCRIPT's one-pass PLL and the classic
+  masked-LM PLL (`pll_scoring.PllScorer`).
 Each setting comes from its flag if given, else from the run's `params.yaml`, else from the
 `params.yaml` of the pretraining run named by `task.init_checkpoint` (where GLUE runs on TFRecords
 keep the vocabulary and its casing).
@@ -31,11 +33,13 @@ from official.nlp.tools import export_tfhub_lib
 from teams_tf.configs import models as model_configs
 from teams_tf.data import tokenization
 from teams_tf.models import coco_lm_pretrainer
+from teams_tf.models import script_pretrainer
 from teams_tf.serving import export_modules
 from teams_tf.serving import fill_mask
+from teams_tf.serving import pll_scoring
 from teams_tf.serving import training_runs
 
-KINDS = ('encoder', 'classifier', 'squad', 'fill_mask')
+KINDS = ('encoder', 'classifier', 'squad', 'fill_mask', 'pll')
 # Signature names: raw text in the default signature, Model Garden's token-id signature beside it.
 TEXT_SIGNATURE = 'serving_default'
 TOKEN_IDS_SIGNATURE = 'serve_token_ids'
@@ -208,6 +212,44 @@ def export_squad(export_dir: str, *, model_config: question_answering.ModelConfi
       'the window are truncated')]
 
 
+def restored_pretrainer(build, model_config, checkpoint_path, vocab_file, seq_length):
+  """A whole pretrainer built by `build(model_config)`, restored from checkpoint root `model`.
+
+  Raises:
+    ValueError: a vocabulary or T that does not fit the encoder, or a checkpoint that does not
+      hold this pretrainer.
+  """
+  _check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
+                      vocab_file, seq_length)
+  pretrainer = build(model_config)
+  ones = tf.ones([1, 4], tf.int32)
+  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
+                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
+                  masked_lm_weights=tf.ones([1, 1])))  # Creates every variable.
+  _restore(checkpoint_path, f'a {type(pretrainer).__name__}', model=pretrainer)
+  return pretrainer
+
+
+def export_pll(export_dir: str, *, model_config: model_configs.ScriptConfig,
+               checkpoint_path: str, vocab_file: str, lower_case: bool,
+               seq_length: int) -> List[ExportedModel]:
+  """Writes a SCRIPT model that scores raw sentences with both PLLs to `export_dir`.
+
+  Arguments as for `export_fill_mask`, for a SCRIPT pretraining run.
+  """
+  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
+                                   checkpoint_path, vocab_file, seq_length)
+  module = pll_scoring.PllScorer(pretrainer, pll_scoring.PllScorerParams(
+      vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length))
+  export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
+  return [ExportedModel(
+      export_dir, checkpoint_path,
+      f'signatures {TEXT_SIGNATURE}(text=[B] string) -> pll [B] (SCRIPT Eq. 7, one pass), '
+      'masked_lm_pll [B] (Salazar et al., one pass per token), num_tokens [B]; '
+      f'{TOKEN_IDS_SIGNATURE}(input_word_ids, input_mask, input_type_ids: int32 [B, T]) -> the '
+      'same')]
+
+
 def export_fill_mask(export_dir: str, *, model_config: model_configs.CocoLmConfig,
                      checkpoint_path: str, vocab_file: str, lower_case: bool, seq_length: int,
                      top_k: int = 5) -> List[ExportedModel]:
@@ -224,16 +266,10 @@ def export_fill_mask(export_dir: str, *, model_config: model_configs.CocoLmConfi
   Returns:
     A one-element list with the `ExportedModel`.
   """
-  _check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
-                      vocab_file, seq_length)
-  pretrainer = coco_lm_pretrainer.build_coco_lm_pretrainer(model_config)
+  pretrainer = restored_pretrainer(coco_lm_pretrainer.build_coco_lm_pretrainer, model_config,
+                                   checkpoint_path, vocab_file, seq_length)
   module = fill_mask.FillMask(pretrainer, fill_mask.FillMaskParams(
       vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length, top_k=top_k))
-  ones = tf.ones([1, 4], tf.int32)
-  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
-                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
-                  masked_lm_weights=tf.ones([1, 1])))  # Creates every variable.
-  _restore(checkpoint_path, 'a COCO-LM pretrainer', model=pretrainer)
   export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
   return [ExportedModel(
       export_dir, checkpoint_path,
@@ -273,6 +309,29 @@ def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = 
   encoder = _restored_encoder(encoder_config, checkpoint_path)
   lower_case = settings.get('lower_case', lower_case, 'task.train_data.lower_case')
   return encoder, encoder_config, vocab, lower_case
+
+
+def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
+                    seq_length: Optional[int] = None) -> pll_scoring.PllScorer:
+  """The `PllScorer` of a SCRIPT pretraining run (settings from its params.yaml).
+
+  Raises:
+    ValueError: not a SCRIPT run, no checkpoint, or a checkpoint that does not match.
+  """
+  settings = training_runs.RunSettings(model_dir)
+  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  if not checkpoint_path:
+    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
+  model_config = training_runs.parse_model_config(
+      model_configs.ScriptConfig(), settings.params.get('task', {}).get('model') or {},
+      os.path.join(model_dir, 'params.yaml'))
+  params = pll_scoring.PllScorerParams(
+      vocab_file=settings.get('vocab_file', None, 'task.train_data.vocab_file'),
+      lower_case=settings.get('lower_case', None, 'task.train_data.lower_case'),
+      seq_length=settings.get('seq_length', seq_length, 'task.train_data.seq_length'))
+  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
+                                   checkpoint_path, params.vocab_file, params.seq_length)
+  return pll_scoring.PllScorer(pretrainer, params)
 
 
 def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
@@ -324,6 +383,10 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
         export_dir, encoder_config=training_runs.kept_encoder_config(
             model_values, params_path, checkpoint_path),
         **common)
+  if kind == 'pll':
+    return export_pll(
+        export_dir, model_config=training_runs.parse_model_config(
+            model_configs.ScriptConfig(), model_values, params_path), **common)
   if kind == 'fill_mask':
     return export_fill_mask(
         export_dir, model_config=training_runs.parse_model_config(

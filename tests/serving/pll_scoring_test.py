@@ -1,0 +1,127 @@
+"""SCRIPT pseudo-log-likelihoods: against straightforward references, through the SavedModel and
+through tools/score.py, on a briefly trained demo model."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # pylint: disable=unused-import  (registers the tokenizer ops)
+
+from official.core import task_factory
+from official.core import train_utils
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.configs import experiments
+from teams_tf.serving import export_savedmodel
+from teams_tf.serving import pll_scoring
+from tests import testing_utils
+from tests.serving import export_testing_utils as utils
+
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+_SEQ_LENGTH = 32
+_TRAIN_STEPS = 50
+
+
+def _train_demo_run(model_dir):
+  """`script_demo` at T = 32 for a few steps, saved as train.py would leave it."""
+  params = experiments.pretraining_experiment('script', 'demo')
+  for data in (params.task.train_data, params.task.validation_data):
+    data.seq_length, data.max_predictions_per_seq = _SEQ_LENGTH, 5
+  task = task_factory.get_task(params.task)
+  model = task.build_model()
+  optimizer = testing_utils.constant_lr_optimizer(1e-3)
+  step = tf.function(lambda batch: task.train_step(batch, model, optimizer))
+  for batch in task.build_inputs(params.task.train_data).take(_TRAIN_STEPS):
+    step(batch)
+  tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(model_dir, 'ckpt'))
+  train_utils.serialize_config(params, model_dir)
+
+
+class PllScoringTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.work_dir = tf.compat.v1.test.get_temp_dir()
+    cls.model_dir = os.path.join(cls.work_dir, 'script_demo')
+    _train_demo_run(cls.model_dir)
+    cls.scorer = export_savedmodel.load_pll_scorer(cls.model_dir)
+
+  def _packed(self, texts):
+    inputs, weights = self.scorer.pack(tf.constant(texts))
+    return inputs, weights
+
+  def test_self_critic_pll_is_eq_7_over_the_sentence_tokens(self):
+    inputs, weights = self._packed(['the city is on the river.', ''])
+    ids = inputs['input_word_ids'].numpy()
+    # Only the sentence's own tokens count.
+    expected_weights = ((ids != 0) & (ids != utils.VOCAB.cls_id) &
+                        (ids != utils.VOCAB.sep_id)).astype(np.float32)
+    self.assertAllEqual(expected_weights, weights)
+    positions = tf.broadcast_to(tf.range(ids.shape[1]), ids.shape)
+    scores, _ = self.scorer.model.scores(inputs, positions)
+    total = np.log(np.exp(scores.numpy().astype(np.float64)).sum(-1))
+    log_p_original = -np.log1p(np.exp(-total))  # log(S / (S + 1)), Eq. (5).
+    expected = (log_p_original * expected_weights).sum(-1)
+    self.assertAllClose(expected, pll_scoring.self_critic_pll(self.scorer.model, inputs, weights),
+                        rtol=1e-4)
+    self.assertEqual(0.0, float(expected[1]))
+
+  def test_masked_lm_pll_masks_each_token_in_turn(self):
+    inputs, weights = self._packed(['the city is on the river.', 'a short one'])
+    got = pll_scoring.masked_lm_pll(self.scorer.model, inputs, weights, utils.VOCAB.mask_id)
+    ids = inputs['input_word_ids'].numpy()
+    for b in range(2):
+      expected = 0.0
+      for t in np.nonzero(weights.numpy()[b])[0]:
+        masked = ids[b:b + 1].copy()
+        masked[0, t] = utils.VOCAB.mask_id
+        one = {key: value[b:b + 1] for key, value in inputs.items()}
+        one['input_word_ids'] = tf.constant(masked)
+        scores, _ = self.scorer.model.scores(one, tf.constant([[t]]))
+        expected += float(tf.nn.log_softmax(scores[0, 0])[ids[b, t]])
+      self.assertAllClose(expected, got[b], rtol=1e-4)
+
+  def test_saved_model_serves_the_same_scores(self):
+    export_dir = os.path.join(self.work_dir, 'pll_export')
+    export_savedmodel.export_from_model_dir('pll', self.model_dir, export_dir)
+    served = tf.saved_model.load(export_dir).signatures['serving_default'](
+        text=tf.constant(['the city is on the river.', 'Ça va? 東京', '']))
+    expected = self.scorer.serve_text(tf.constant(['the city is on the river.', 'Ça va? 東京',
+                                                   '']))
+    for key in ('pll', 'masked_lm_pll', 'num_tokens'):
+      self.assertAllClose(expected[key], served[key], atol=1e-4, msg=key)
+    self.assertEqual(0, int(served['num_tokens'][2]))
+
+  def test_score_tool_reads_stdin_and_writes_one_line_per_sentence(self):
+    result = subprocess.run(
+        [sys.executable, os.path.join(_ROOT, 'tools', 'score.py'), f'--model_dir={self.model_dir}',
+         '--mode=self_critic'],
+        input='the city is on the river.\nriver the on is city the.\n', capture_output=True,
+        text=True, timeout=300, check=False, cwd=_ROOT)
+    self.assertEqual(0, result.returncode, result.stderr[-3000:])
+    header, *rows = result.stdout.strip().splitlines()
+    self.assertEqual('self_critic_pll\tnum_tokens\ttext', header)
+    self.assertLen(rows, 2)
+    values = [float(row.split('\t')[0]) for row in rows]
+    self.assertEqual('the city is on the river.', rows[0].split('\t')[2])
+    self.assertAllClose(self.scorer.serve_text(tf.constant(['the city is on the river.']))['pll'],
+                        values[:1], atol=1e-3)
+    self.assertIn('sentences/s', result.stderr)
+
+  def test_score_tool_refuses_a_run_of_another_objective(self):
+    teams_dir = os.path.join(self.work_dir, 'teams')
+    utils.write_pretraining_run(teams_dir, utils.VOCAB.path, seq_length=_SEQ_LENGTH)
+    result = subprocess.run(
+        [sys.executable, os.path.join(_ROOT, 'tools', 'score.py'), f'--model_dir={teams_dir}'],
+        input='x\n', capture_output=True, text=True, timeout=300, check=False, cwd=_ROOT)
+    self.assertNotEqual(0, result.returncode)
+    last_line = result.stderr.strip().splitlines()[-1]
+    self.assertStartsWith(last_line, 'error: ')
+    self.assertIn('ScriptConfig', last_line)
+
+
+if __name__ == '__main__':
+  tf.test.main()
