@@ -75,3 +75,33 @@ def pair_cosine_similarities(first, second):
       tf.reduce_sum(tf.where(is_negative, cosines, 0.0)),
       tf.reduce_sum(tf.cast(is_negative, tf.float32)))
   return positive, negative
+
+
+def token_alignment_contrastive_loss(anchors, positives, negatives, weights, temperature=0.07):
+  """Token-alignment contrastive loss, TACO Eq. (6)-(8), over given pairs.
+
+  For each anchor token x with global semantics g_x = h_x - e_x (Eq. 3), one positive g_c from
+  its context and K negatives g_c,k from other sequences, with f = cos / τ (Eq. 7):
+    L = -log(exp f(g_x, g_c) / (exp f(g_x, g_c) + Σ_k exp f(g_x, g_c,k)))   (Eq. 6),
+  averaged over the anchors (Eq. 8: every token of every sequence).
+
+  Args:
+    anchors: [N, H] float g_x.
+    positives: [N, H] float g_c, row n pairs with anchor n.
+    negatives: [N, K, H] float g_c,k.
+    weights: [N] float, 0 for anchors without a loss (padding, no positive).
+    temperature: τ (TACO: 0.07).
+
+  Returns:
+    Scalar float32 weighted mean; 0 if every weight is 0. Differentiable w.r.t. all three
+    representations.
+  """
+  anchors = tf.math.l2_normalize(tf.cast(anchors, tf.float32), axis=-1)
+  positives = tf.math.l2_normalize(tf.cast(positives, tf.float32), axis=-1)
+  negatives = tf.math.l2_normalize(tf.cast(negatives, tf.float32), axis=-1)
+  positive_logits = tf.reduce_sum(anchors * positives, -1, keepdims=True)  # [N, 1]
+  negative_logits = tf.einsum('nh,nkh->nk', anchors, negatives)  # [N, K]
+  logits = tf.concat([positive_logits, negative_logits], -1) / temperature  # [N, K + 1]
+  per_anchor = -tf.nn.log_softmax(logits)[:, 0]
+  weights = tf.cast(weights, tf.float32)
+  return tf.math.divide_no_nan(tf.reduce_sum(per_anchor * weights), tf.reduce_sum(weights))

@@ -59,6 +59,24 @@ class SequenceContrastiveLossTest(tf.test.TestCase, parameterized.TestCase):
     got = contrastive.pair_cosine_similarities(first, second)
     self.assertAllClose((positive, negative), got, atol=1e-6)
 
+  def test_token_alignment_loss_matches_numpy_infonce_with_fixed_pairs(self):
+    rng = np.random.default_rng(5)
+    anchors, positives = rng.normal(size=(2, 6, 4)).astype(np.float32)
+    negatives = rng.normal(size=(6, 3, 4)).astype(np.float32)
+    weights = np.array([1, 1, 0, 1, 1, 1], np.float32)
+
+    def cos(a, b):
+      return a @ b / np.linalg.norm(a) / np.linalg.norm(b)
+
+    losses = []
+    for n in range(6):
+      positive = np.exp(cos(anchors[n], positives[n]) / 0.07)
+      negative = sum(np.exp(cos(anchors[n], negatives[n, k]) / 0.07) for k in range(3))
+      losses.append(-np.log(positive / (positive + negative)))
+    expected = np.sum(np.array(losses) * weights) / weights.sum()
+    self.assertAllClose(expected, contrastive.token_alignment_contrastive_loss(
+        anchors, positives, negatives, weights, temperature=0.07), rtol=1e-4)
+
   def test_negatives_come_from_the_global_batch_across_replicas(self):
     # Two logical CPUs need a fresh process (devices are fixed once TensorFlow starts).
     script = textwrap.dedent('''
