@@ -5,6 +5,7 @@ from teams_tf.configs import experiments
 from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import script_task
+from teams_tf.tasks import taco_task
 from teams_tf.tasks import teams_task
 from teams_tf.configs import finetune_experiments
 from teams_tf.networks import shared_encoders  # binds the relative-position encoder builder

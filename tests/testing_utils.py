@@ -1,10 +1,13 @@
 """Tiny configurations and realistic batches shared by the tests (STYLE.md §8)."""
 
+from typing import Any, Dict, NamedTuple
+
 import numpy as np
 import tensorflow as tf
 
 from official.modeling import optimization
 from official.nlp.configs import encoders
+from official.nlp.modeling import models as garden_models
 
 from teams_tf.configs import models
 from teams_tf.data import embedded
@@ -74,6 +77,35 @@ def constant_lr_optimizer(learning_rate):
   return factory.build_optimizer(factory.build_learning_rate())
 
 
+class StepReport(NamedTuple):
+  """What one training and one validation step of a pretraining Task reported."""
+  model: Any
+  batch: Dict[str, tf.Tensor]
+  train_loss: float
+  train_metrics: Dict[str, float]
+  validation_loss: float
+  validation_metrics: Dict[str, float]
+
+
+def train_and_validation_step(task, learning_rate=1e-3):
+  """One `train_step` on the first training batch, then one `validation_step` (fresh metrics).
+
+  `task` is a pretraining Task whose train and validation data are configured.
+  """
+  model = task.build_model()
+  metrics = task.build_metrics()
+  batch = next(iter(task.build_inputs(task.task_config.train_data)))
+  train_logs = task.train_step(batch, model, constant_lr_optimizer(learning_rate),
+                               metrics=metrics)
+  train_metrics = {m.name: float(m.result()) for m in metrics}
+  for metric in metrics:
+    metric.reset_state()
+  validation_batch = next(iter(task.build_inputs(task.task_config.validation_data)))
+  validation_logs = task.validation_step(validation_batch, model, metrics=metrics)
+  return StepReport(model, batch, float(train_logs['loss']), train_metrics,
+                    float(validation_logs['loss']), {m.name: float(m.result()) for m in metrics})
+
+
 def overfit_losses(task, steps, learning_rate=3e-3):
   """(first, last) training loss of `steps` + 1 steps on one fixed batch of `task`'s train data.
 
@@ -138,3 +170,18 @@ def tiny_script_config(**overrides):
   defaults = dict(encoder=tiny_encoder_config())
   defaults.update(overrides)
   return models.ScriptConfig(**defaults)
+
+
+def tiny_taco_config(**overrides):
+  """TACO over the 2-layer tiny encoder (E 16 != H 32: e goes through the projection), K = 4."""
+  defaults = dict(encoder=tiny_encoder_config(), num_negatives=4, window_size=2)
+  defaults.update(overrides)
+  return models.TacoConfig(**defaults)
+
+
+def bert_parameter_count(encoder_config):
+  """Parameters of Model Garden's BERT (`BertPretrainerV2`, MLM head only) on `encoder_config`."""
+  bert = garden_models.BertPretrainerV2(encoder_network=encoders.build_encoder(
+      encoders.EncoderConfig(type='bert_v2', bert_v2=encoder_config)))
+  bert(pretraining_batch())
+  return bert.count_params()

@@ -37,13 +37,14 @@ _OUTPUT = flags.DEFINE_string(
 _PAPER_SIZES = {'small': '14M', 'base': '110M', 'large': '335M'}
 
 
-def _tiny_batch(seq_length=8, num_predictions=2):
-  ones = tf.ones([1, seq_length], tf.int32)
+def _tiny_batch(batch_size=2, seq_length=8):
+  """Two sequences: in-batch negatives (COCO-LM's SCL, TACO's TC) need another sequence."""
+  ones = tf.ones([batch_size, seq_length], tf.int32)
   return dict(
       input_word_ids=ones * 5, input_mask=ones, input_type_ids=ones * 0,
-      masked_lm_positions=tf.constant([[1, 2][:num_predictions]], tf.int32),
-      masked_lm_ids=tf.constant([[6, 7][:num_predictions]], tf.int32),
-      masked_lm_weights=tf.ones([1, num_predictions], tf.float32))
+      masked_lm_positions=tf.constant([[1, 2]] * batch_size, tf.int32),
+      masked_lm_ids=tf.constant([[6, 7]] * batch_size, tf.int32),
+      masked_lm_weights=tf.ones([batch_size, 2], tf.float32))
 
 
 def count(name, vocab_size):

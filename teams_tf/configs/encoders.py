@@ -17,6 +17,8 @@ _SIZES = {
     'small': (12, 256, 128, 1024, 4),
     'base': (12, 768, 768, 3072, 12),
     'large': (24, 1024, 1024, 4096, 16),
+    # TACO's small (its Table 5): fewer, wider layers than TEAMS' small.
+    'taco_small': (4, 512, 512, 2048, 8),
 }
 
 
@@ -24,7 +26,7 @@ def encoder_config(size, vocab_size=30522, max_position_embeddings=512):
   """Returns the `BertEncoderConfig` for a named size.
 
   Args:
-    size: one of 'tiny', 'small', 'base', 'large'.
+    size: one of 'tiny', 'small', 'base', 'large', 'taco_small'.
     vocab_size: WordPiece vocabulary size (BERT uncased: 30522).
     max_position_embeddings: longest sequence the position table supports.
 

@@ -19,6 +19,8 @@ corpus for a paper-scale run. Each registered factory's docstring is its one-lin
 (`python -m teams_tf.train --list_experiments`).
 """
 
+import typing
+
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 
@@ -31,6 +33,7 @@ from teams_tf.data import tokenization
 from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import script_task
+from teams_tf.tasks import taco_task
 from teams_tf.tasks import teams_task
 
 # ELECTRA Table 6 "Generator Size": multiplier of hidden size, FFN size and heads; the
@@ -67,6 +70,8 @@ _OBJECTIVES = {
     'script': (script_task.ScriptPretrainTaskConfig, models.ScriptConfig,
                'SCRIPT: MLM + 50·self-critic loss, one encoder, Gumbel-softmax resampling',
                None),
+    'taco': (taco_task.TacoPretrainTaskConfig, models.TacoConfig,
+             'TACO: MLM + token-alignment contrast (W 5, K 50, τ 0.07), one encoder', None),
     'coco_lm': (coco_lm_task.CocoLmPretrainTaskConfig, models.CocoLmConfig,
                 'COCO-LM: auxiliary MLM + CLM (50·copy + LM) + SCL, full-width shallow '
                 'auxiliary, T5 relative positions',
@@ -133,6 +138,16 @@ _VARIANTS = {
         ('coco_lm',), 'COCO-LM Table 3 "CLM w/o. Stop-grad" (L_LM also trains p_copy)',
         lambda size, encoder: dict(clm_stop_gradient=False)),
 }
+# TACO §5.2 ablations and its MLM baseline; a fourth entry names the paper whose settings
+# (architecture, optimisation, sequence length) the variant runs at.
+_VARIANTS.update({
+    'concentrated': (('taco',), 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',
+                     lambda size, encoder: dict(tc_positions='masked')),
+    'mlm_tp': (('taco',), 'TACO §5.2 "MLM+TP" (token prediction on every position)',
+               lambda size, encoder: dict(mlm_positions='all')),
+    'taco_settings': (('bert',), "TACO's Table 5 architecture and optimisation (its MLM "
+                      'baseline)', lambda size, encoder: {}, 'taco'),
+})
 # COCO-LM's Table 3 ablations, registered at the paper's size (base) and at small.
 COCO_LM_ABLATIONS = ('rtd_only', 'clm_only', 'scl_rtd', 'no_rel_pos', 'electra_aux',
                      'random_replace', 'all_token_lm', 'no_copy', 'no_stop_grad')
@@ -144,13 +159,28 @@ _TABLE5_OPTIMIZATION = {
     'large': (2e-4, 2048, 1_760_000),
 }
 _TABLE5_WARMUP_STEPS = 10_000
-# Objectives whose paper sets its own optimisation, at the sizes it reports: size -> (learning
-# rate, batch size, train steps, sequence length). The warm-up is Table 5's 10K steps for all.
-#   SCRIPT Appendix Table 4 (steps: Table 2's caption). It follows ELECTRA's setup otherwise,
-#   whose small model trains on 128-token sequences (SCRIPT §3.1 retrains small at 512 only for
-#   SQuAD) and base on 512.
-_OWN_OPTIMIZATION = {
-    'script': {'small': (5e-4, 128, 1_000_000, 128), 'base': (2e-4, 256, 766_000, 512)},
+
+
+class _Settings(typing.NamedTuple):
+  """A paper's own pretraining settings at one size."""
+  encoder_size: str
+  learning_rate: float
+  batch_size: int
+  train_steps: int
+  seq_length: int
+  warmup_steps: int = _TABLE5_WARMUP_STEPS
+  adam_epsilon: float = 1e-6
+
+
+# Papers that set their own architecture or optimisation, at the sizes they report.
+#   SCRIPT Appendix Table 4 (steps: Table 2's caption); ELECTRA's setup otherwise, whose small
+#   model trains on 128-token sequences (SCRIPT §3.1 retrains small at 512 only for SQuAD).
+#   TACO Table 5: small is 4 layers of width 512; 256-token sequences; Adam ε 1e-8.
+_OWN_SETTINGS = {
+    'script': {'small': _Settings('small', 5e-4, 128, 1_000_000, 128),
+               'base': _Settings('base', 2e-4, 256, 766_000, 512)},
+    'taco': {'small': _Settings('taco_small', 1e-4, 1280, 250_000, 256, 2_500, 1e-8),
+             'base': _Settings('base', 1e-4, 1280, 500_000, 256, 10_000, 1e-8)},
 }
 
 
@@ -170,7 +200,7 @@ def _model(objective, size, variant, encoder):
   task_config_cls, model_config_cls, _, objective_fields = _OBJECTIVES[objective]
   fields = objective_fields(size, encoder) if objective_fields else {}
   if variant is not None:
-    objectives, _, variant_fields = _VARIANTS[variant]
+    objectives, _, variant_fields = _VARIANTS[variant][:3]
     if objective not in objectives:
       raise ValueError(f'Variant {variant!r} applies to {objectives}, not {objective!r}.')
     fields.update(variant_fields(size, encoder))
@@ -178,7 +208,7 @@ def _model(objective, size, variant, encoder):
 
 
 def _experiment(model, task_config_cls, learning_rate, batch_size, train_steps, warmup_steps,
-                seq_length, eval_batch_size, trainer_overrides):
+                seq_length, eval_batch_size, trainer_overrides, adam_epsilon=1e-6):
   """Pretraining experiment of a model config over the embedded sample data."""
   return cfg.ExperimentConfig(
       task=task_config_cls(
@@ -188,7 +218,7 @@ def _experiment(model, task_config_cls, learning_rate, batch_size, train_steps, 
       trainer=cfg.TrainerConfig(
           train_steps=train_steps,
           optimizer_config=optimization.adamw_linear_decay(
-              learning_rate, train_steps, warmup_steps),
+              learning_rate, train_steps, warmup_steps, adam_epsilon),
           **trainer_overrides),
       restrictions=[
           'task.train_data.is_training != None',
@@ -200,22 +230,28 @@ def _sample_vocab_size():
   return tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
 
 
+def _settings(objective, size, variant):
+  """The paper settings of an experiment: its objective's (or its variant's) own, or Table 5."""
+  paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
+  if paper in _OWN_SETTINGS:
+    return _OWN_SETTINGS[paper][size]
+  return _Settings(size, *_TABLE5_OPTIMIZATION[size], seq_length=512)
+
+
 def _paper_size(objective, size, variant):
-  """TEAMS Table 5 / §4.1 settings (sequence length 512), or the objective's own."""
-  if objective in _OWN_OPTIMIZATION:
-    learning_rate, batch_size, train_steps, seq_length = _OWN_OPTIMIZATION[objective][size]
-  else:
-    (learning_rate, batch_size, train_steps), seq_length = _TABLE5_OPTIMIZATION[size], 512
-  task_config_cls, model = _model(
-      objective, size, variant, encoders.encoder_config(size, vocab_size=_sample_vocab_size()))
+  """TEAMS Table 5 / §4.1 settings (sequence length 512), or the paper's own."""
+  settings = _settings(objective, size, variant)
+  task_config_cls, model = _model(objective, size, variant, encoders.encoder_config(
+      settings.encoder_size, vocab_size=_sample_vocab_size()))
   return _experiment(
       model, task_config_cls,
-      learning_rate=learning_rate,
-      batch_size=batch_size,
-      train_steps=train_steps,
-      warmup_steps=_TABLE5_WARMUP_STEPS,
-      seq_length=seq_length,
-      eval_batch_size=batch_size,
+      learning_rate=settings.learning_rate,
+      batch_size=settings.batch_size,
+      train_steps=settings.train_steps,
+      warmup_steps=settings.warmup_steps,
+      seq_length=settings.seq_length,
+      adam_epsilon=settings.adam_epsilon,
+      eval_batch_size=settings.batch_size,
       trainer_overrides=dict(
           steps_per_loop=1000, summary_interval=1000, checkpoint_interval=10_000,
           validation_interval=10_000, validation_steps=100))
@@ -248,16 +284,19 @@ _SIZE_DESCRIPTIONS = {
 
 def sizes(objective):
   """The sizes an objective is registered at: its paper's, or every Table 5 size, and demo."""
-  paper_sizes = _OWN_OPTIMIZATION.get(objective, _TABLE5_OPTIMIZATION)
+  paper_sizes = _OWN_SETTINGS.get(objective, _TABLE5_OPTIMIZATION)
   return [size for size in _SIZE_DESCRIPTIONS if size in paper_sizes or size == 'demo']
 
 
-def _size_description(objective, size):
-  if objective not in _OWN_OPTIMIZATION or size == 'demo':
+def _size_description(objective, size, variant=None):
+  paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
+  if paper not in _OWN_SETTINGS or size == 'demo':
     return _SIZE_DESCRIPTIONS[size]
-  learning_rate, batch_size, train_steps, seq_length = _OWN_OPTIMIZATION[objective][size]
-  return (f'{size} (Table 5 architecture; lr {learning_rate:g}, batch {batch_size}, '
-          f'{train_steps:,} steps, T={seq_length})')
+  settings = _OWN_SETTINGS[paper][size]
+  layers, hidden = encoders.encoder_config(settings.encoder_size).num_layers, (
+      encoders.encoder_config(settings.encoder_size).hidden_size)
+  return (f'{size} of its paper ({layers} layers, H {hidden}; lr {settings.learning_rate:g}, '
+          f'batch {settings.batch_size}, {settings.train_steps:,} steps, T={settings.seq_length})')
 
 
 def pretraining_experiment(objective, size, variant=None):
@@ -279,8 +318,9 @@ def pretraining_experiment(objective, size, variant=None):
                              ('variant', variant, _VARIANTS)):
     if value not in known and (kind != 'variant' or value is not None):
       raise ValueError(f'Unknown {kind} {value!r}; use one of {sorted(known)}.')
-  if size not in sizes(objective):
-    raise ValueError(f'{objective} has no size {size!r}; use one of {sizes(objective)}.')
+  paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
+  if size not in sizes(paper):
+    raise ValueError(f'{paper} has no size {size!r}; use one of {sizes(paper)}.')
   if size == 'demo':
     return _demo(objective, variant)
   return _paper_size(objective, size, variant)
@@ -291,7 +331,8 @@ def _register(objective, size, variant=None):
   factory = lambda: pretraining_experiment(objective, size, variant)
   description = f'{_OBJECTIVES[objective][2]}; {_size_description(objective, size)}'
   if variant:
-    description = f'{objective}_{size} with {_VARIANTS[variant][1]}'
+    description = (f'{objective}_{size} with {_VARIANTS[variant][1]}; '
+                   f'{_size_description(objective, size, variant)}')
   factory.__doc__ = description
   exp_factory.register_config_factory(name)(factory)
 
@@ -308,6 +349,9 @@ for _size in ('small', 'base'):  # Table 4 reports small and base.
   _register('teams', _size, 'no_tie')
   for _variant in COCO_LM_ABLATIONS:
     _register('coco_lm', _size, _variant)
+  for _variant in ('concentrated', 'mlm_tp'):
+    _register('taco', _size, _variant)
+  _register('bert', _size, 'taco_settings')
 
 
 def split_name(name):

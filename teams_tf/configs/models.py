@@ -167,3 +167,32 @@ class ScriptConfig(base_config.Config):
   discriminator_loss_weight: float = 50.0
   gumbel_temperature: float = 1.0
   straight_through: bool = False
+
+
+@dataclasses.dataclass
+class TacoConfig(base_config.Config):
+  """TACO (Su et al., 2022): MLM + token-alignment contrastive loss, L = L_TC + L_MLM (Eq. 11).
+
+  One encoder and one forward pass; the TC loss reads the global semantics g = h - e of every
+  token (Eq. 3, 9, 10): the last-layer output minus the token's static input embedding (brought
+  to the hidden width by the encoder's own embedding projection when the widths differ).
+
+  Attributes:
+    encoder: the encoder (kept); its embedding table is tied to the MLM output layer.
+    tc_loss_weight: weight of L_TC (Eq. 11: 1).
+    window_size: W, positives within W positions of the token (§4: 5).
+    num_negatives: K negatives per token from other sequences (§4: 50).
+    temperature: τ of Eq. (7) (§4: 0.07).
+    tc_positions: 'all' tokens (TACO, Eq. 8) or only the 'masked' ones (§5.2 "concentrated
+      TACO").
+    mlm_positions: 'masked' (MLM) or 'all', predicting the original token at every position
+      (§5.2 "MLM+TP").
+  """
+  encoder: encoders.BertEncoderConfig = dataclasses.field(
+      default_factory=lambda: encoder_sizes.encoder_config('base'))
+  tc_loss_weight: float = 1.0
+  window_size: int = 5
+  num_negatives: int = 50
+  temperature: float = 0.07
+  tc_positions: str = 'all'
+  mlm_positions: str = 'masked'

@@ -3,7 +3,7 @@
 from official.modeling import optimization
 
 
-def adamw_linear_decay(learning_rate, train_steps, warmup_steps):
+def adamw_linear_decay(learning_rate, train_steps, warmup_steps, epsilon=1e-6):
   """AdamW (β 0.9/0.999, ε 1e-6, weight decay 0.01), linear warmup then linear decay to 0.
 
   Tables 5 and 6 values. Gradients are clipped to global norm 1.0, as in BERT and ELECTRA (Model
@@ -13,6 +13,7 @@ def adamw_linear_decay(learning_rate, train_steps, warmup_steps):
     learning_rate: peak learning rate.
     train_steps: steps until the rate reaches 0.
     warmup_steps: steps of linear warmup from 0.
+    epsilon: Adam's ε (TEAMS: 1e-6; TACO Table 5: 1e-8).
 
   Returns:
     A Model Garden `OptimizationConfig`.
@@ -25,7 +26,7 @@ def adamw_linear_decay(learning_rate, train_steps, warmup_steps):
               'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias'],
               'beta_1': 0.9,
               'beta_2': 0.999,
-              'epsilon': 1e-6,
+              'epsilon': epsilon,
           },
       },
       'learning_rate': {

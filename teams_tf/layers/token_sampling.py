@@ -31,6 +31,11 @@ def _scatter_masked(values, positions, weights, shape):
   return tf.scatter_nd(indices, values * keep, shape)
 
 
+def masked_indicator(word_ids, positions, weights):
+  """[B, T] bool, True at the masked positions (slots with weight > 0) of a [B, T] batch."""
+  return _scatter_masked(tf.ones_like(weights), positions, weights, tf.shape(word_ids)) > 0
+
+
 def replace_masked_tokens(word_ids, positions, weights, original_ids, sampled_ids):
   """The original and the corrupted sequence of a masked batch.
 
@@ -46,7 +51,7 @@ def replace_masked_tokens(word_ids, positions, weights, original_ids, sampled_id
     corrupted sequence (x^M with `sampled_ids` at the masked positions). No gradient.
   """
   shape = tf.shape(word_ids)
-  is_masked = _scatter_masked(tf.ones_like(weights), positions, weights, shape) > 0
+  is_masked = masked_indicator(word_ids, positions, weights)
   original = tf.where(
       is_masked, _scatter_masked(tf.cast(original_ids, tf.int32), positions, weights, shape),
       word_ids)

@@ -1,16 +1,21 @@
-"""Sequence contrastive learning loss, COCO-LM §3.3 Eq. (3).
+"""Contrastive losses: COCO-LM's sequence contrast (§3.3 Eq. 3), TACO's token alignment (Eq. 6-8).
 
-A batch holds N pairs (X_k^MLM, X_k^crop). Each of the 2N sequences is an anchor whose positive
-is its partner and whose negatives are the other 2N - 2 sequences (symmetric contrast); the
-score is cos(s, s')/τ. Under a distribution strategy the candidates are the global batch: every
+SCL: a batch holds N pairs (X_k^MLM, X_k^crop). Each of the 2N sequences is an anchor whose
+positive is its partner and whose negatives are the other 2N - 2 sequences (symmetric contrast);
+the score is cos(s, s')/τ. Under a distribution strategy the candidates are the global batch: every
 replica gathers the representations of all replicas, and its anchors are its own sequences.
+TACO: each token's global semantics g = h - e is contrasted with one positive from its context
+and K negatives from other sequences (pairs from `layers/token_pairs.py`).
 """
 
 import tensorflow as tf
 
 
-def _gather_replicas(values):
-  """[N, D] per replica -> ([R·N, D] all replicas' values, offset of this replica's rows)."""
+def gather_replicas(values):
+  """[N, ...] per replica -> ([R·N, ...] all replicas' values, offset of this replica's rows).
+
+  Outside a distribution strategy (or with one replica) the values themselves and offset 0.
+  """
   context = tf.distribute.get_replica_context()
   if context is None or context.num_replicas_in_sync == 1:
     return values, 0
@@ -36,8 +41,8 @@ def sequence_contrastive_loss(first, second, temperature=1.0):
   local = tf.math.l2_normalize(
       tf.concat([tf.cast(first, tf.float32), tf.cast(second, tf.float32)], 0), axis=-1)
   num_pairs = tf.shape(first)[0]
-  gathered_first, offset = _gather_replicas(local[:num_pairs])
-  gathered_second, _ = _gather_replicas(local[num_pairs:])
+  gathered_first, offset = gather_replicas(local[:num_pairs])
+  gathered_second, _ = gather_replicas(local[num_pairs:])
   candidates = tf.concat([gathered_first, gathered_second], 0)  # [2·N_global, H]
   global_pairs = tf.shape(gathered_first)[0]
   scores = tf.matmul(local, candidates, transpose_b=True) / temperature  # [2N, 2·N_global]

@@ -12,10 +12,12 @@ Because the encoder *is* a `BertEncoderV2`, its checkpoint entry `encoder` (from
 `encoder.type: bert_v2` and `init_checkpoint`, like the kept TEAMS discriminator.
 """
 
+import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.configs import encoders
+from official.nlp.modeling import layers
 from official.nlp.modeling import models
 
 from teams_tf.configs import models as model_configs
@@ -39,12 +41,7 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
     Everything is differentiable; the MLM loss reaches every encoder layer and the tied
     embedding table (through both the input embeddings and the output layer).
   """
-  encoder = encoders.build_encoder(
-      encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder))
-  # No loss reads the pooled [CLS] output (there is no next-sentence task), so the pooler stays
-  # out of the optimizer instead of being reported as variables without gradients. It is still
-  # checkpointed, so fine-tuning restores the full BertEncoderV2.
-  encoder.pooler_layer.trainable = False
+  encoder = build_kept_encoder(config.encoder)
   # Model Garden's MaskedLMTask head: the encoder's activation (BERT's `hidden_act`) and a
   # truncated normal with the encoder's initializer range.
   return models.BertPretrainerV2(
@@ -53,3 +50,57 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),
       name='mlm_pretrainer')
+
+
+def build_kept_encoder(config: encoders.BertEncoderConfig):
+  """Model Garden's `BertEncoderV2` for `config`, as the one-encoder objectives train it.
+
+  No pretraining loss reads the pooled [CLS] output (there is no next-sentence task), so the
+  pooler stays out of the optimizer instead of being reported as variables without gradients.
+  It is still checkpointed, so fine-tuning restores the full BertEncoderV2.
+  """
+  encoder = encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config))
+  encoder.pooler_layer.trainable = False
+  return encoder
+
+
+class SingleEncoderPretrainer(tf_keras.Model):
+  """Base of the objectives that train one `BertEncoderV2` with BERT's MLM head (SCRIPT, TACO).
+
+  Holds `encoder_network`, `masked_lm` (Model Garden's `MaskedLM`: BERT's transform and the tied
+  input embedding table) and `_rng`, the objective's sampling stream; subclasses write `call`.
+  """
+
+  def __init__(self, encoder_network, mlm_activation='gelu', mlm_initializer='glorot_uniform',
+               seed=None, **kwargs):
+    """Initializes the encoder, the head and the sampling stream.
+
+    Args:
+      encoder_network: a Model Garden `BertEncoderV2` (dict outputs).
+      mlm_activation: activation of the MLM transform.
+      mlm_initializer: initializer of the MLM transform.
+      seed: int seed of the sampling stream; None draws one non-deterministically. The stream's
+        state is a tracked variable, so it is checkpointed and resumes.
+      **kwargs: Keras model arguments (`name`, ...).
+    """
+    super().__init__(**kwargs)
+    self.encoder_network = encoder_network
+    # BertEncoderV2 creates its embedding table when first called on its symbolic inputs.
+    encoder_network(encoder_network.inputs)
+    self.masked_lm = layers.MaskedLM(
+        embedding_table=encoder_network.get_embedding_table(),
+        activation=tf_utils.get_activation(mlm_activation),
+        initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),
+        name='cls/predictions')
+    self._rng = (tf.random.Generator.from_seed(seed) if seed is not None
+                 else tf.random.Generator.from_non_deterministic_state())
+
+  @property
+  def checkpoint_items(self):
+    """`encoder`: the kept Model Garden `BertEncoderV2` (fine-tune with `encoder.type: bert_v2`)."""
+    return dict(encoder=self.encoder_network)
+
+  def get_config(self):
+    raise NotImplementedError(
+        f'{type(self).__name__} ties its MLM head to the encoder embeddings and cannot be rebuilt '
+        'from its config; build it from its experiment config and restore a checkpoint.')

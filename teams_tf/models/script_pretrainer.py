@@ -13,17 +13,14 @@ the two passes. The encoder is what is kept.
 import tensorflow as tf
 import tf_keras
 
-from official.modeling import tf_utils
-from official.nlp.configs import encoders
-from official.nlp.modeling import layers
-
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import token_sampling
 from teams_tf.losses import self_critic
+from teams_tf.models import mlm_pretrainer
 
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')
-class ScriptPretrainer(tf_keras.Model):
+class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
   """MLM pass on x̂, Gumbel-softmax resampling, self-critic pass on x̄, with one set of weights.
 
   Inputs (dict): `input_word_ids` [B, T] int32 (x̂), `input_mask` [B, T] int32, `input_type_ids`
@@ -43,35 +40,21 @@ class ScriptPretrainer(tf_keras.Model):
   times the embedding table, so L_Disc also flows back into pass 1's logits.
   """
 
-  def __init__(self, encoder_network, mlm_activation='gelu', mlm_initializer='glorot_uniform',
-               gumbel_temperature=1.0, straight_through=False, seed=None, **kwargs):
+  def __init__(self, encoder_network, gumbel_temperature=1.0, straight_through=False, **kwargs):
     """Initializes the pretrainer.
 
     Args:
       encoder_network: a Model Garden `BertEncoderV2` (dict outputs).
-      mlm_activation: activation of the MLM transform.
-      mlm_initializer: initializer of the MLM transform.
       gumbel_temperature: τ of Eq. (3) (> 0).
       straight_through: see the class docstring.
-      seed: int seed of the sampling stream; None draws one non-deterministically. The stream's
-        state is a tracked variable, so it is checkpointed and resumes.
-      **kwargs: Keras model arguments (`name`, ...).
+      **kwargs: `SingleEncoderPretrainer` arguments (`mlm_activation`, `mlm_initializer`, `seed`
+        of the sampling stream) and Keras model arguments (`name`, ...).
     """
-    super().__init__(**kwargs)
     if gumbel_temperature <= 0:
       raise ValueError(f'gumbel_temperature={gumbel_temperature} must be > 0.')
-    self.encoder_network = encoder_network
-    # BertEncoderV2 creates its embedding table when first called on its symbolic inputs.
-    encoder_network(encoder_network.inputs)
-    self.masked_lm = layers.MaskedLM(
-        embedding_table=encoder_network.get_embedding_table(),
-        activation=tf_utils.get_activation(mlm_activation),
-        initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),
-        name='cls/predictions')
+    super().__init__(encoder_network, **kwargs)
     self._temperature = gumbel_temperature
     self._straight_through = straight_through
-    self._rng = (tf.random.Generator.from_seed(seed) if seed is not None
-                 else tf.random.Generator.from_non_deterministic_state())
 
   def scores(self, inputs, positions, training=None):
     """Softmax-layer logits s_t [B, P, V] float32 at `positions` [B, P] of an encoder pass."""
@@ -120,15 +103,6 @@ class ScriptPretrainer(tf_keras.Model):
     return embeddings + tf.scatter_nd(tf.stack([batch_index, positions], -1), delta * keep,
                                       tf.shape(embeddings))
 
-  @property
-  def checkpoint_items(self):
-    """`encoder`: the kept Model Garden `BertEncoderV2` (fine-tune with `encoder.type: bert_v2`)."""
-    return dict(encoder=self.encoder_network)
-
-  def get_config(self):
-    raise NotImplementedError(
-        'ScriptPretrainer ties its MLM head to the encoder embeddings and cannot be rebuilt from '
-        'its config; use build_script_pretrainer(ScriptConfig) and restore a checkpoint.')
 
 
 def build_script_pretrainer(config: model_configs.ScriptConfig, seed=None):
@@ -138,9 +112,7 @@ def build_script_pretrainer(config: model_configs.ScriptConfig, seed=None):
     ValueError: a non-positive temperature or negative loss weight, naming the field.
   """
   validate_config(config)
-  encoder = encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder))
-  # No loss reads the pooled [CLS] output; keep the pooler out of the optimizer.
-  encoder.pooler_layer.trainable = False
+  encoder = mlm_pretrainer.build_kept_encoder(config.encoder)
   return ScriptPretrainer(
       encoder_network=encoder,
       mlm_activation=config.encoder.hidden_activation,

@@ -25,7 +25,8 @@ _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
     ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
-    ('coco_lm', None), ('script', None),
+    ('coco_lm', None), ('script', None), ('taco', None), ('taco', 'concentrated'),
+    ('taco', 'mlm_tp'), ('bert', 'taco_settings'),
 ] + [('coco_lm', variant) for variant in experiments.COCO_LM_ABLATIONS]
 _GIN_FILES = sorted(glob.glob(os.path.join(_ROOT, 'gin_configs', '*.gin')))
 
@@ -172,6 +173,33 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertNotIn('script_large', experiments.experiment_names())
     with self.assertRaisesRegex(ValueError, "script has no size 'large'"):
       experiments.pretraining_experiment('script', 'large')
+
+  def test_taco_follows_its_table_5_and_bert_runs_at_the_same_settings(self):
+    # TACO Table 5 and §4: (layers, hidden, embedding, heads, FFN, lr, batch, steps, warm-up, T).
+    expected = {'small': (4, 512, 512, 8, 2048, 1e-4, 1280, 250_000, 2_500, 256),
+                'base': (12, 768, 768, 12, 3072, 1e-4, 1280, 500_000, 10_000, 256)}
+    for size, values in expected.items():
+      taco = exp_factory.get_exp_config(f'taco_{size}')
+      encoder = taco.task.model.encoder
+      optimizer = taco.trainer.optimizer_config
+      self.assertEqual(values, (
+          encoder.num_layers, encoder.hidden_size, encoder.embedding_size,
+          encoder.num_attention_heads, encoder.intermediate_size,
+          optimizer.learning_rate.polynomial.initial_learning_rate,
+          taco.task.train_data.global_batch_size, taco.trainer.train_steps,
+          optimizer.warmup.linear.warmup_steps, taco.task.train_data.seq_length))
+      self.assertEqual(1e-8, optimizer.optimizer.adamw.epsilon)
+      model = taco.task.model
+      self.assertEqual((5, 50, 0.07, 1.0, 'all', 'masked'), (
+          model.window_size, model.num_negatives, model.temperature, model.tc_loss_weight,
+          model.tc_positions, model.mlm_positions))
+      # The MLM baseline of TACO's comparison differs only in the model.
+      bert = exp_factory.get_exp_config(f'bert_{size}_taco_settings').as_dict()
+      taco = taco.as_dict()
+      self.assertEqual(taco['task']['model']['encoder'], bert['task']['model']['encoder'])
+      for part in (bert, taco):
+        del part['task']['model']
+      self.assertEqual(taco, bert)
 
   @parameterized.parameters('electra', 'mws', 'coco_lm')
   def test_baselines_are_compute_matched_with_teams(self, objective):

@@ -25,12 +25,8 @@ class CocoLmTaskTest(tf.test.TestCase, parameterized.TestCase):
   def test_train_and_validation_steps_report_every_term_and_metric(self):
     task = task_factory.get_task(_task_config())
     self.assertIsInstance(task, coco_lm_task.CocoLmPretrainTask)
-    model = task.build_model()
-    metrics = task.build_metrics()
-    batch = next(iter(task.build_inputs(task.task_config.train_data)))
-    logs = task.train_step(
-        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
-    results = {m.name: float(m.result()) for m in metrics}
+    report = testing_utils.train_and_validation_step(task)
+    results = report.train_metrics
     self.assertEqual(
         {'mlm_loss', 'copy_loss', 'lm_loss', 'scl_loss', 'replaced_fraction', 'copy_accuracy',
          'copy_auc', 'mlm_accuracy', 'lm_accuracy', 'lm_replaced_accuracy',
@@ -40,12 +36,8 @@ class CocoLmTaskTest(tf.test.TestCase, parameterized.TestCase):
     # Eq. (4) with Eq. (2)'s λ_copy = 50.
     expected_total = (results['mlm_loss'] + 50.0 * results['copy_loss'] + results['lm_loss'] +
                       results['scl_loss'])
-    self.assertAllClose(expected_total, float(logs['loss']), rtol=1e-5)
-    for metric in metrics:
-      metric.reset_state()
-    val_batch = next(iter(task.build_inputs(task.task_config.validation_data)))
-    val_logs = task.validation_step(val_batch, model, metrics=metrics)
-    self.assertTrue(np.isfinite(float(val_logs['loss'])))
+    self.assertAllClose(expected_total, report.train_loss, rtol=1e-5)
+    self.assertTrue(np.isfinite(report.validation_loss))
 
   @parameterized.named_parameters(
       ('rtd_only', dict(lm_loss_weight=0.0, scl_loss_weight=0.0), {'mlm_loss', 'copy_loss'}),

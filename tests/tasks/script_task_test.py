@@ -20,23 +20,15 @@ class ScriptTaskTest(tf.test.TestCase):
   def test_train_and_validation_steps_report_the_loss_of_section_2(self):
     task = task_factory.get_task(_task_config())
     self.assertIsInstance(task, script_task.ScriptPretrainTask)
-    model = task.build_model()
-    metrics = task.build_metrics()
-    batch = next(iter(task.build_inputs(task.task_config.train_data)))
-    logs = task.train_step(
-        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
-    results = {m.name: float(m.result()) for m in metrics}
+    report = testing_utils.train_and_validation_step(task)
+    results = report.train_metrics
     self.assertEqual({'mlm_loss', 'disc_loss', 'mlm_accuracy', 'replaced_fraction',
                       'disc_accuracy', 'disc_auc'}, set(results))
     self.assertGreater(results['disc_loss'], 0.0)
     # L = L_MLM + α·L_Disc with α = 50 (Appendix 4.1).
-    self.assertAllClose(results['mlm_loss'] + 50.0 * results['disc_loss'], float(logs['loss']),
+    self.assertAllClose(results['mlm_loss'] + 50.0 * results['disc_loss'], report.train_loss,
                         rtol=1e-5)
-    for metric in metrics:
-      metric.reset_state()
-    val_batch = next(iter(task.build_inputs(task.task_config.validation_data)))
-    self.assertTrue(np.isfinite(float(task.validation_step(val_batch, model,
-                                                           metrics=metrics)['loss'])))
+    self.assertTrue(np.isfinite(report.validation_loss))
 
   def test_overfits_one_batch(self):
     first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 60)

@@ -21,15 +21,10 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
   def test_registered_and_train_and_validation_steps_report_all_metrics(self):
     task = task_factory.get_task(_task_config())
     self.assertIsInstance(task, teams_task.TeamsPretrainTask)
-    model = task.build_model()
-    metrics = task.build_metrics()
-    dataset = task.build_inputs(task.task_config.train_data)
-    batch = next(iter(dataset))
-    self.assertGreater(float(tf.reduce_sum(batch['masked_lm_weights'])), 0)
-    logs = task.train_step(
-        batch, model, testing_utils.constant_lr_optimizer(1e-3), metrics=metrics)
-    self.assertTrue(np.isfinite(float(logs['loss'])))
-    results = {m.name: float(m.result()) for m in metrics}
+    report = testing_utils.train_and_validation_step(task)
+    self.assertGreater(float(tf.reduce_sum(report.batch['masked_lm_weights'])), 0)
+    self.assertTrue(np.isfinite(report.train_loss))
+    results = report.train_metrics
     self.assertEqual(
         {'mlm_loss', 'rtd_loss', 'mws_loss', 'mlm_accuracy', 'rtd_accuracy', 'rtd_auc',
          'mws_accuracy', 'replaced_fraction'}, set(results))
@@ -38,12 +33,8 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
       self.assertGreater(results[name], 0.0, name)
     expected_total = (results['mlm_loss'] + 5.0 * results['rtd_loss'] +
                       2.0 * results['mws_loss'])
-    self.assertAllClose(expected_total, float(logs['loss']), rtol=1e-5)
-    for metric in metrics:
-      metric.reset_state()
-    val_batch = next(iter(task.build_inputs(task.task_config.validation_data)))
-    val_logs = task.validation_step(val_batch, model, metrics=metrics)
-    self.assertTrue(np.isfinite(float(val_logs['loss'])))
+    self.assertAllClose(expected_total, report.train_loss, rtol=1e-5)
+    self.assertTrue(np.isfinite(report.validation_loss))
 
   def test_loss_weights_are_applied(self):
     task = task_factory.get_task(_task_config(rtd_loss_weight=1.5, mws_loss_weight=0.25))

@@ -1,0 +1,63 @@
+"""TACO pretraining Task: L_TACO = L_TC + L_MLM (Su et al., 2022, Eq. 11)."""
+
+import dataclasses
+
+import tensorflow as tf
+import tf_keras
+
+from official.core import task_factory
+
+from teams_tf.configs import models as model_configs
+from teams_tf.losses import classification
+from teams_tf.losses import contrastive
+from teams_tf.models import taco_pretrainer
+from teams_tf.tasks import pretrain_base
+
+
+@dataclasses.dataclass
+class TacoPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
+  """TACO pretraining task: model (data from PretrainTaskConfig)."""
+  model: model_configs.TacoConfig = dataclasses.field(default_factory=model_configs.TacoConfig)
+
+
+@task_factory.register_task_cls(TacoPretrainTaskConfig)
+class TacoPretrainTask(pretrain_base.PretrainTask):
+  """MLM (Eq. 1) plus the token-alignment contrastive loss (Eq. 6-8) over one forward pass.
+
+  Loss terms (float32 scalars): `mlm_loss` (weight 1) and `tc_loss` (weight `tc_loss_weight`).
+  """
+
+  def __init__(self, params, logging_dir=None, name=None):
+    super().__init__(params, logging_dir=logging_dir, name=name)
+    taco_pretrainer.validate_config(params.model)
+
+  def build_model(self):
+    return taco_pretrainer.build_taco_pretrainer(self.task_config.model)
+
+  def loss_weights(self):
+    weights = {'mlm_loss': 1.0, 'tc_loss': self.task_config.model.tc_loss_weight}
+    return {name: weight for name, weight in weights.items() if weight}
+
+  def loss_terms(self, labels, model_outputs):
+    del labels  # The model outputs carry the targets of both terms.
+    terms = dict(mlm_loss=classification.masked_lm_loss(
+        model_outputs['mlm_logits'], model_outputs['mlm_target_ids'],
+        model_outputs['mlm_weights']))
+    if 'tc_loss' in self.loss_weights():
+      hidden = tf.shape(model_outputs['global_semantics'])[-1]
+      num_negatives = tf.shape(model_outputs['tc_negatives'])[2]
+      terms['tc_loss'] = contrastive.token_alignment_contrastive_loss(
+          tf.reshape(model_outputs['global_semantics'], [-1, hidden]),
+          tf.reshape(model_outputs['tc_positives'], [-1, hidden]),
+          tf.reshape(model_outputs['tc_negatives'], [-1, num_negatives, hidden]),
+          tf.reshape(model_outputs['tc_weights'], [-1]),
+          temperature=self.task_config.model.temperature)
+    return terms
+
+  def task_metrics(self):
+    return [tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy')]
+
+  def update_task_metrics(self, metrics, labels, model_outputs):
+    metrics['mlm_accuracy'].update_state(
+        model_outputs['mlm_target_ids'], model_outputs['mlm_logits'],
+        model_outputs['mlm_weights'])

@@ -1,0 +1,103 @@
+"""TACO pretrainer: g = h - e, the token pairs it gathers, ablations, gradients, no extra weights."""
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+
+from teams_tf.losses import contrastive
+from teams_tf.models import taco_pretrainer
+from tests import testing_utils
+
+
+def _find(vectors, target):
+  """(b, t) of the row of `vectors` [B, T, H] equal to `target` [H]."""
+  matches = np.argwhere(np.all(np.isclose(vectors, target, atol=1e-6), axis=-1))
+  return tuple(matches[0])
+
+
+class TacoPretrainerTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_global_semantics_are_h_minus_the_projected_static_embedding(self):
+    model = taco_pretrainer.build_taco_pretrainer(testing_utils.tiny_taco_config(), seed=1)
+    batch = testing_utils.pretraining_batch()
+    out = model(batch)
+    ids = batch['input_word_ids'].numpy()
+    table = model.encoder_network.get_embedding_table().numpy()  # [V, E = 16]
+    kernel, bias = model.encoder_network._embedding_projection.get_weights()  # pylint: disable=protected-access
+    static = table[ids] @ kernel + bias  # Brought to H = 32.
+    self.assertAllClose(out['sequence_output'].numpy() - static, out['global_semantics'],
+                        atol=1e-5)
+
+  def test_pairs_are_window_positives_and_other_sequence_negatives(self):
+    model = taco_pretrainer.build_taco_pretrainer(testing_utils.tiny_taco_config(), seed=2)
+    batch = testing_utils.pretraining_batch()
+    out = {k: v.numpy() for k, v in model(batch).items()}
+    g = out['global_semantics']
+    mask = batch['input_mask'].numpy()
+    self.assertAllEqual(mask.astype(np.float32), out['tc_weights'])
+    for b, t in zip(*np.nonzero(mask)):
+      pb, pt = _find(g, out['tc_positives'][b, t])
+      self.assertEqual(b, pb)
+      self.assertBetween(abs(pt - t), 1, 2)  # Window 2, never the token itself.
+      self.assertEqual(1, mask[pb, pt])
+      for k in range(4):
+        nb, nt = _find(g, out['tc_negatives'][b, t, k])
+        self.assertNotEqual(b, nb)
+        self.assertEqual(1, mask[nb, nt])
+
+  @parameterized.named_parameters(('concentrated_taco', dict(tc_positions='masked')),
+                                  ('mlm_tp', dict(mlm_positions='all')))
+  def test_ablations(self, overrides):
+    model = taco_pretrainer.build_taco_pretrainer(
+        testing_utils.tiny_taco_config(**overrides), seed=3)
+    batch = testing_utils.pretraining_batch()
+    out = {k: v.numpy() for k, v in model(batch).items()}
+    positions = batch['masked_lm_positions'].numpy()
+    weights = batch['masked_lm_weights'].numpy()
+    if 'tc_positions' in overrides:
+      expected = np.zeros_like(out['tc_weights'])
+      for b, p in zip(*np.nonzero(weights)):
+        expected[b, positions[b, p]] = 1.0
+      self.assertAllEqual(expected, out['tc_weights'])
+    else:
+      original = batch['input_word_ids'].numpy().copy()
+      for b, p in zip(*np.nonzero(weights)):
+        original[b, positions[b, p]] = batch['masked_lm_ids'].numpy()[b, p]
+      self.assertAllEqual(original, out['mlm_target_ids'])
+      self.assertAllEqual(batch['input_mask'].numpy().astype(np.float32), out['mlm_weights'])
+      self.assertEqual(original.shape + (testing_utils.VOCAB_SIZE,), out['mlm_logits'].shape)
+
+  def test_tc_loss_trains_the_encoder_and_the_embedding_table(self):
+    model = taco_pretrainer.build_taco_pretrainer(testing_utils.tiny_taco_config(), seed=4)
+    batch = testing_utils.pretraining_batch()
+    with tf.GradientTape() as tape:
+      out = model(batch, training=True)
+      hidden = out['global_semantics'].shape[-1]
+      loss = contrastive.token_alignment_contrastive_loss(
+          tf.reshape(out['global_semantics'], [-1, hidden]),
+          tf.reshape(out['tc_positives'], [-1, hidden]),
+          tf.reshape(out['tc_negatives'], [-1, 4, hidden]), tf.reshape(out['tc_weights'], [-1]))
+    watched = [model.encoder_network.get_embedding_table(),
+               model.encoder_network.trainable_variables[-1]]
+    for gradient in tape.gradient(loss, watched):
+      self.assertGreater(float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(gradient)))), 0)
+
+  def test_no_parameters_beyond_bert(self):
+    config = testing_utils.tiny_taco_config()
+    model = taco_pretrainer.build_taco_pretrainer(config, seed=5)
+    batch = testing_utils.pretraining_batch()
+    model(batch)
+    self.assertEqual(testing_utils.bert_parameter_count(config.encoder), model.count_params())
+
+  @parameterized.named_parameters(
+      ('window', dict(window_size=0), 'window_size=0 must be >= 1'),
+      ('negatives', dict(num_negatives=0), 'num_negatives=0 must be >= 1'),
+      ('temperature', dict(temperature=0.0), 'temperature=0.0 must be > 0'),
+      ('positions', dict(tc_positions='some'), "tc_positions='some' must be one of"))
+  def test_invalid_config_names_the_field(self, overrides, message):
+    with self.assertRaisesRegex(ValueError, message):
+      taco_pretrainer.build_taco_pretrainer(testing_utils.tiny_taco_config(**overrides))
+
+
+if __name__ == '__main__':
+  tf.test.main()
