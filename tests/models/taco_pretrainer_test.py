@@ -1,5 +1,10 @@
 """TACO pretrainer: g = h - e, the token pairs it gathers, ablations, gradients, no extra weights."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
@@ -8,6 +13,7 @@ from teams_tf.losses import contrastive
 from teams_tf.models import taco_pretrainer
 from tests import testing_utils
 
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 def _find(vectors, target):
   """(b, t) of the row of `vectors` [B, T, H] equal to `target` [H]."""
@@ -44,6 +50,41 @@ class TacoPretrainerTest(tf.test.TestCase, parameterized.TestCase):
         nb, nt = _find(g, out['tc_negatives'][b, t, k])
         self.assertNotEqual(b, nb)
         self.assertEqual(1, mask[nb, nt])
+
+  def test_negatives_come_from_the_global_batch_across_replicas(self):
+    # Two logical CPUs need a fresh process (devices are fixed once TensorFlow starts). Each
+    # replica gets 2 of the 4 sequences; its negatives must span the other replica's too.
+    script = textwrap.dedent('''
+        import numpy as np, tensorflow as tf
+        cpu = tf.config.list_physical_devices('CPU')[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from teams_tf.models import taco_pretrainer
+        from tests import testing_utils
+        strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+        batch = testing_utils.pretraining_batch(batch_size=4)
+        with strategy.scope():
+          model = taco_pretrainer.build_taco_pretrainer(
+              testing_utils.tiny_taco_config(num_negatives=50), seed=3)
+        inputs = strategy.experimental_distribute_values_from_function(
+            lambda c: {k: v[2 * c.replica_id_in_sync_group:][:2] for k, v in batch.items()})
+        out = strategy.run(tf.function(lambda x: model(x)), args=(inputs,))
+        local = lambda key: np.concatenate(
+            [v.numpy() for v in strategy.experimental_local_results(out[key])])
+        np.savez(OUTPUT, semantics=local('global_semantics'),
+                 negatives=local('tc_negatives'), mask=batch['input_mask'].numpy())
+        ''')
+    output = os.path.join(self.get_temp_dir(), 'mirrored.npz')
+    result = subprocess.run([sys.executable, '-c', f'OUTPUT = {output!r}\n' + script],
+                            cwd=_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(0, result.returncode, result.stderr[-3000:])
+    result = np.load(output)
+    g, mask = result['semantics'], result['mask']
+    for b in range(4):
+      rows = {_find(g, negative)[0] for negative in result['negatives'][b, 0]}
+      self.assertNotIn(b, rows)
+      # 50 draws over the 3 other sequences: all of them, both replicas' included.
+      self.assertEqual(set(range(4)) - {b}, rows)
 
   @parameterized.named_parameters(('concentrated_taco', dict(tc_positions='masked')),
                                   ('mlm_tp', dict(mlm_positions='all')))
