@@ -179,6 +179,12 @@ def tiny_taco_config(**overrides):
   return models.TacoConfig(**defaults)
 
 
+def parameter_count(model):
+  """Scalars in a built model's weights; the sampling stream's state is not a parameter."""
+  return sum(int(np.prod(w.shape)) for w in model.weights
+             if not w.name.startswith('seed_stream_state'))
+
+
 def bert_parameter_count(encoder_config):
   """Parameters of Model Garden's BERT (`BertPretrainerV2`, MLM head only) on `encoder_config`."""
   bert = garden_models.BertPretrainerV2(encoder_network=encoders.build_encoder(

@@ -9,6 +9,8 @@ seed.
 
 import tensorflow as tf
 
+from teams_tf.layers import replica_random
+
 
 def crop_sequences(word_ids, input_mask, type_ids, fraction, seed):
   """Random contiguous crops, one per row, left-aligned after the kept first token.
@@ -39,7 +41,7 @@ def crop_sequences(word_ids, input_mask, type_ids, fraction, seed):
   length = tf.minimum(
       tf.maximum(tf.cast(tf.round(fraction * body_float), tf.int32), 1), body)  # [B]
   choices = tf.cast(body - length + 1, tf.float32)
-  uniform = tf.random.stateless_uniform(tf.shape(body), seed)
+  uniform = replica_random.uniform(tf.shape(body), seed)
   start = 1 + tf.minimum(tf.cast(tf.floor(uniform * choices), tf.int32), body - length)
   positions = tf.range(seq_length)[None, :]  # [1, T]
   kept = (positions >= 1) & (positions <= length[:, None])  # [B, T] span slots

@@ -63,7 +63,8 @@ class CandidateSampler(tf_keras.layers.Layer):
     Args:
       logits: [B, P, V] generator logits at the masked positions (any float dtype).
       original_ids: [B, P] int original token ids x_i.
-      seed: [2] int32/int64 stateless seed; equal seeds give equal samples.
+      seed: [2] int32/int64 stateless seed; equal seeds give equal samples, and each row's
+        samples do not depend on the replica split (`replica_random`).
 
     Returns:
       Dict with
@@ -75,10 +76,10 @@ class CandidateSampler(tf_keras.layers.Layer):
     replace_seed, negative_seed = tf.unstack(
         tf.random.experimental.stateless_split(seed, num=2))
 
-    flat_logits = tf.reshape(logits, [-1, vocab_size])  # [B * P, V]
-    replaced = tf.random.stateless_categorical(
-        flat_logits, 1, replace_seed, dtype=tf.int32)
-    replaced_ids = tf.reshape(replaced, tf.shape(original_ids))
+    # Gumbel-max: argmax(logits + g) ~ softmax(logits), with noise independent of the negatives'.
+    replaced_ids = tf.argmax(
+        logits + token_sampling.gumbel_noise(tf.shape(logits), replace_seed), axis=-1,
+        output_type=tf.int32)
 
     if not self._num_negatives:
       return dict(replaced_ids=replaced_ids,

@@ -5,10 +5,13 @@ For every non-padding token j of sequence b:
     (1 ≤ |j' - j| ≤ W; TACO's window W = 5), never j itself;
   - each of the K negatives (TACO: 50) is a uniformly drawn non-padding token of a uniformly drawn
     other sequence b' ≠ b of the batch (draws are independent, so with replacement).
-Indices only: no gradient. Stateless seeds, so a seed fixes the pairs.
+Indices only: no gradient. Noise from `replica_random.uniform`, so a seed fixes the pairs of
+every sequence whatever the number of replicas.
 """
 
 import tensorflow as tf
+
+from teams_tf.layers import replica_random
 
 
 def window_positives(input_mask, window, seed):
@@ -32,7 +35,7 @@ def window_positives(input_mask, window, seed):
   high = tf.minimum(position + window, length - 1)
   count = high - low  # Candidates in [low, high] without the token itself.
   valid = (input_mask > 0) & (count > 0)
-  uniform = tf.random.stateless_uniform(tf.shape(input_mask), seed)
+  uniform = replica_random.uniform(tf.shape(input_mask), seed)
   draw = low + tf.minimum(tf.cast(uniform * tf.cast(count, tf.float32), tf.int32),
                           tf.maximum(count - 1, 0))
   draw += tf.cast(draw >= position, tf.int32)  # Skip the token itself.
@@ -69,11 +72,11 @@ def cross_sequence_negatives(input_mask, num_negatives, seed, row_offset=0, num_
   shape = tf.stack([num_rows, seq_length, num_negatives])
   anchor_row = row_offset + tf.range(num_rows)[:, None, None]  # [B, 1, 1]
   # Uniform over the other G - 1 rows: step 1 .. G - 1 rows ahead, wrapping around.
-  step = 1 + tf.minimum(tf.cast(tf.random.stateless_uniform(shape, row_seed) *
+  step = 1 + tf.minimum(tf.cast(replica_random.uniform(shape, row_seed) *
                                 tf.cast(total - 1, tf.float32), tf.int32), total - 2)
   rows = (anchor_row + step) % total
   lengths = tf.gather(tf.reduce_sum(input_mask, axis=1), rows)  # [B, T, K]
   positions = tf.minimum(
-      tf.cast(tf.random.stateless_uniform(shape, position_seed) * tf.cast(lengths, tf.float32),
+      tf.cast(replica_random.uniform(shape, position_seed) * tf.cast(lengths, tf.float32),
               tf.int32), tf.maximum(lengths - 1, 0))
   return rows, positions

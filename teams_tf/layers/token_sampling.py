@@ -9,15 +9,17 @@ masked positions' labels.
 import numpy as np
 import tensorflow as tf
 
+from teams_tf.layers import replica_random
+
 
 def gumbel_noise(shape, seed):
-  """Standard Gumbel(0, 1) noise from a stateless seed; float32 [shape].
+  """Standard Gumbel(0, 1) noise, float32 [B, ...], rows independent of the replica split.
 
-  Inverse transform: g = -log(-log u), u ~ Uniform(0, 1) (SCRIPT footnote 1).
+  Inverse transform: g = -log(-log u), u ~ Uniform(0, 1) (SCRIPT footnote 1), u from
+  `replica_random.uniform`.
   """
-  # minval > 0 keeps log(u) finite; maxval is exclusive, so -log(u) > 0.
-  tiny = np.finfo(np.float32).tiny
-  u = tf.random.stateless_uniform(shape, seed, minval=tiny, maxval=1.0)
+  # u > 0 keeps log(u) finite; u < 1, so -log(u) > 0.
+  u = tf.maximum(replica_random.uniform(shape, seed), np.finfo(np.float32).tiny)
   return -tf.math.log(-tf.math.log(u))
 
 
@@ -72,7 +74,8 @@ def uniform_token_ids(shape, vocab_size, seed):
   Returns:
     int32 tensor of `shape`.
   """
-  return tf.random.stateless_uniform(shape, seed, minval=0, maxval=vocab_size, dtype=tf.int32)
+  draw = tf.cast(replica_random.uniform(shape, seed) * tf.cast(vocab_size, tf.float32), tf.int32)
+  return tf.minimum(draw, vocab_size - 1)
 
 
 def gumbel_softmax_sample(logits, temperature, seed, straight_through=False):

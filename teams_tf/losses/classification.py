@@ -12,10 +12,22 @@ import tensorflow as tf
 
 
 def weighted_mean(values, weights):
-  """sum(values * weights) / sum(weights) in float32; 0 when every weight is 0."""
+  """sum(values * weights) / sum(weights) over the global batch, float32; 0 if no weight.
+
+  Under a distribution strategy with R replicas, each replica returns
+  R · sum_local(values · weights) / sum_global(weights): Model Garden divides every replica's
+  loss by R before summing the gradients, and Keras averages metrics over replicas, so both see
+  exactly the global-batch weighted mean — not the mean of per-replica means, which differs
+  whenever replicas hold different numbers of masked tokens. Without a strategy it is the plain
+  weighted mean.
+  """
   weights = tf.cast(weights, tf.float32)
-  return tf.math.divide_no_nan(
-      tf.reduce_sum(values * weights), tf.reduce_sum(weights))
+  count = tf.reduce_sum(weights)
+  context = tf.distribute.get_replica_context()
+  if context is not None and context.num_replicas_in_sync > 1:
+    count = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(count)) / float(
+        context.num_replicas_in_sync)
+  return tf.math.divide_no_nan(tf.reduce_sum(tf.cast(values, tf.float32) * weights), count)
 
 
 def masked_lm_loss(logits, labels, weights):

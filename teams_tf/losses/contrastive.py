@@ -10,6 +10,8 @@ and K negatives from other sequences (pairs from `layers/token_pairs.py`).
 
 import tensorflow as tf
 
+from teams_tf.losses import classification
+
 
 def gather_replicas(values):
   """[N, ...] per replica -> ([R·N, ...] all replicas' values, offset of this replica's rows).
@@ -108,5 +110,4 @@ def token_alignment_contrastive_loss(anchors, positives, negatives, weights, tem
   negative_logits = tf.einsum('nh,nkh->nk', anchors, negatives)  # [N, K]
   logits = tf.concat([positive_logits, negative_logits], -1) / temperature  # [N, K + 1]
   per_anchor = -tf.nn.log_softmax(logits)[:, 0]
-  weights = tf.cast(weights, tf.float32)
-  return tf.math.divide_no_nan(tf.reduce_sum(per_anchor * weights), tf.reduce_sum(weights))
+  return classification.weighted_mean(per_anchor, weights)

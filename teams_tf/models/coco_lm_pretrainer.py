@@ -22,6 +22,7 @@ from teams_tf.configs import models as model_configs
 from teams_tf.data import cropping
 from teams_tf.layers import candidate_sampler
 from teams_tf.layers import clm_head as clm_head_lib
+from teams_tf.layers import replica_random
 from teams_tf.layers import token_sampling
 from teams_tf.networks import shared_encoders
 
@@ -86,8 +87,8 @@ class CocoLmPretrainer(tf_keras.Model):
       with_scl: run the main Transformer on X^crop and output its h_[CLS].
       mlm_activation: activation of the auxiliary MLM transform.
       mlm_initializer: initializer of the auxiliary MLM transform.
-      seed: int seed of the sampling and cropping stream; None draws one non-deterministically.
-        The stream's state is a tracked variable, so it is checkpointed and resumes.
+      seed: int base seed of the sampling and cropping stream (`replica_random.SeedStream`); None
+        draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
     """
     super().__init__(**kwargs)
@@ -111,8 +112,7 @@ class CocoLmPretrainer(tf_keras.Model):
           name='generator_predictions')
       self.candidate_sampler = candidate_sampler.CandidateSampler(
           num_negatives=0, name='candidate_sampler')
-    self._rng = (tf.random.Generator.from_seed(seed) if seed is not None
-                 else tf.random.Generator.from_non_deterministic_state())
+    self._seeds = replica_random.SeedStream(seed, name='seed_stream')
 
   def _auxiliary_logits(self, word_ids, input_mask, type_ids, positions, training):
     outputs = self.generator_network([word_ids, input_mask, type_ids], training=training)
@@ -126,7 +126,7 @@ class CocoLmPretrainer(tf_keras.Model):
     positions = inputs['masked_lm_positions']
     original_ids = inputs['masked_lm_ids']
     weights = inputs['masked_lm_weights']
-    sample_seed, crop_seed = tf.unstack(self._rng.make_seeds(2), axis=1)
+    sample_seed, crop_seed = tf.unstack(self._seeds.next(2))
 
     outputs = {}
     if self.generator_network is not None:

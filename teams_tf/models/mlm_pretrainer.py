@@ -21,6 +21,7 @@ from official.nlp.modeling import layers
 from official.nlp.modeling import models
 
 from teams_tf.configs import models as model_configs
+from teams_tf.layers import replica_random
 
 
 def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrainerV2:
@@ -68,7 +69,7 @@ class SingleEncoderPretrainer(tf_keras.Model):
   """Base of the objectives that train one `BertEncoderV2` with BERT's MLM head (SCRIPT, TACO).
 
   Holds `encoder_network`, `masked_lm` (Model Garden's `MaskedLM`: BERT's transform and the tied
-  input embedding table) and `_rng`, the objective's sampling stream; subclasses write `call`.
+  input embedding table) and `_seeds`, the objective's sampling stream; subclasses write `call`.
   """
 
   def __init__(self, encoder_network, mlm_activation='gelu', mlm_initializer='glorot_uniform',
@@ -79,8 +80,8 @@ class SingleEncoderPretrainer(tf_keras.Model):
       encoder_network: a Model Garden `BertEncoderV2` (dict outputs).
       mlm_activation: activation of the MLM transform.
       mlm_initializer: initializer of the MLM transform.
-      seed: int seed of the sampling stream; None draws one non-deterministically. The stream's
-        state is a tracked variable, so it is checkpointed and resumes.
+      seed: int base seed of the sampling stream (`replica_random.SeedStream`); None
+        draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
     """
     super().__init__(**kwargs)
@@ -92,8 +93,7 @@ class SingleEncoderPretrainer(tf_keras.Model):
         activation=tf_utils.get_activation(mlm_activation),
         initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),
         name='cls/predictions')
-    self._rng = (tf.random.Generator.from_seed(seed) if seed is not None
-                 else tf.random.Generator.from_non_deterministic_state())
+    self._seeds = replica_random.SeedStream(seed, name='seed_stream')
 
   @property
   def checkpoint_items(self):

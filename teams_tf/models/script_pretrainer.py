@@ -72,7 +72,7 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
 
     mlm_logits, _ = self.scores(encoder_inputs, positions, training)
     replaced_ids, one_hot = token_sampling.gumbel_softmax_sample(
-        mlm_logits, self._temperature, self._rng.make_seeds(1)[:, 0], self._straight_through)
+        mlm_logits, self._temperature, self._seeds.next()[0], self._straight_through)
     original, corrupted = token_sampling.replace_masked_tokens(
         word_ids, positions, weights, original_ids, replaced_ids)
     critic_inputs = dict(encoder_inputs, input_word_ids=corrupted)

@@ -100,7 +100,7 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
         mlm_target_ids=tf.cast(targets, tf.int32), mlm_weights=tf.cast(mlm_weights, tf.float32))
 
     semantics = tf.cast(sequence_output, tf.float32) - self.static_embeddings(word_ids)
-    positive_seed, negative_seed = tf.unstack(self._rng.make_seeds(2), axis=1)
+    positive_seed, negative_seed = tf.unstack(self._seeds.next(2))
     positive_positions, valid = token_pairs.window_positives(
         input_mask, self._window_size, positive_seed)
     all_semantics, offset = contrastive.gather_replicas(semantics)  # [G, T, H]

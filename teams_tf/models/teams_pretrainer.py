@@ -22,6 +22,7 @@ from official.nlp.modeling import layers
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import candidate_sampler
 from teams_tf.layers import mws_head
+from teams_tf.layers import replica_random
 from teams_tf.layers import rtd_head as rtd_head_lib
 from teams_tf.layers import token_sampling
 from teams_tf.networks import shared_encoders
@@ -81,8 +82,8 @@ class TeamsPretrainer(tf_keras.Model):
       exported_representation: 'top' or 'rtd_task_layer'; see `TeamsConfig`.
       mlm_activation: activation of the MLM and MWS transform layers.
       mlm_initializer: initializer of the MLM and MWS head kernels.
-      seed: int seed of the sampling random stream; None draws one non-deterministically.
-        The stream's state is a tracked variable, so it is checkpointed and resumes.
+      seed: int base seed of the sampling stream (`replica_random.SeedStream`); None
+        draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
     """
     super().__init__(**kwargs)
@@ -116,8 +117,7 @@ class TeamsPretrainer(tf_keras.Model):
     self.mws_task_layer = mws_task_layer
     self.rtd_head = rtd_head
     self.attention_mask = layers.SelfAttentionMask()
-    self._rng = (tf.random.Generator.from_seed(seed) if seed is not None
-                 else tf.random.Generator.from_non_deterministic_state())
+    self._seeds = replica_random.SeedStream(seed, name='seed_stream')
 
   def call(self, inputs, training=None):
     """Runs generator, sampler, discriminator and heads; see the class docstring."""
@@ -134,7 +134,7 @@ class TeamsPretrainer(tf_keras.Model):
         self.masked_lm(generator_outputs['sequence_output'], positions), tf.float32)
 
     samples = self.candidate_sampler(
-        mlm_logits, original_ids, seed=self._rng.make_seeds(1)[:, 0])
+        mlm_logits, original_ids, seed=self._seeds.next()[0])
     original, corrupted = token_sampling.replace_masked_tokens(
         word_ids, positions, weights, original_ids, samples['replaced_ids'])
     outputs = dict(

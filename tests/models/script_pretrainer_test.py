@@ -36,7 +36,8 @@ class ScriptPretrainerTest(tf.test.TestCase, parameterized.TestCase):
     model = script_pretrainer.build_script_pretrainer(config, seed=2)
     batch = testing_utils.pretraining_batch()
     model(batch)
-    self.assertEqual(testing_utils.bert_parameter_count(config.encoder), model.count_params())
+    self.assertEqual(testing_utils.bert_parameter_count(config.encoder),
+                     testing_utils.parameter_count(model))
     # Pass 2 runs the very encoder and head of pass 1: its critic log-odds are the head's
     # logsumexp on the encoder's output for x̄.
     out = model(batch)

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # pylint: disable=unused-import  (registers the tokenizer ops)
+import tf_keras
 
 from official.core import task_factory
 from official.core import train_utils
@@ -44,6 +45,7 @@ def _train_demo_run(model_dir, sentences):
   One sentence per row (not packed text) keeps the model from scoring tokens by their offset in
   a packed chunk, so what it learns is the sentences' word order.
   """
+  tf_keras.utils.set_random_seed(0)  # Initial weights and the sampling stream.
   params = experiments.pretraining_experiment('script', 'demo')
   params.task.model.encoder = testing_utils.tiny_encoder_config(
       vocab_size=testing_utils.sample_vocab_size())
