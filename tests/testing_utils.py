@@ -182,7 +182,7 @@ def tiny_taco_config(**overrides):
 def parameter_count(model):
   """Scalars in a built model's weights; the sampling stream's state is not a parameter."""
   return sum(int(np.prod(w.shape)) for w in model.weights
-             if not w.name.startswith('seed_stream_state'))
+             if 'seed_stream_state' not in w.name)
 
 
 def bert_parameter_count(encoder_config):

@@ -11,34 +11,38 @@ for number, while every example still gets its own independent noise.
 """
 
 import tensorflow as tf
+import tf_keras
 
 # Philox 4x32 emits four 32-bit words per counter increment; rows start on a word boundary.
 _WORDS_PER_COUNTER = 4
 _PHILOX = tf.random.Algorithm.PHILOX.value
 
 
-class SeedStream(tf.Module):
+@tf_keras.utils.register_keras_serializable(package='teams_tf')
+class SeedStream(tf_keras.layers.Layer):
   """A stateless seed per call, identical on every replica, checkpointed with the model.
 
-  The state is a mirrored int64 pair (base seed, calls so far) that every replica reads and that
-  advances as one (`ONLY_FIRST_REPLICA`), unlike `tf.random.Generator`, whose streams differ
-  per replica by design.
+  The state is a mirrored int64 weight (base seed, calls so far) that every replica reads and
+  that advances as one (`ONLY_FIRST_REPLICA`), unlike `tf.random.Generator`, whose streams
+  differ per replica by design. A layer, so a model that never samples (serving) can drop it.
   """
 
-  def __init__(self, seed=None, name=None):
+  def __init__(self, seed=None, **kwargs):
     """Creates the stream.
 
     Args:
       seed: int base seed; None draws one from TensorFlow's global generator, so it follows
         `tf.random.set_seed` (and is random without it). A multi-worker strategy broadcasts the
         chief's initial value, so workers agree either way.
-      name: module name.
+      **kwargs: Keras layer arguments (`name`, ...).
     """
-    super().__init__(name=name)
-    base = (tf.random.uniform([], maxval=2**62, dtype=tf.int64) if seed is None
-            else tf.constant(seed, tf.int64))
-    self.state = tf.Variable(
-        tf.stack([base, tf.constant(0, tf.int64)]), trainable=False, name='seed_stream_state',
+    super().__init__(**kwargs)
+    self._seed = seed
+    base = (int(tf.random.uniform([], maxval=2**62, dtype=tf.int64)) if seed is None
+            else int(seed))
+    self.state = self.add_weight(
+        name='seed_stream_state', shape=[2], dtype=tf.int64, trainable=False,
+        initializer=tf_keras.initializers.Constant([base, 0]),
         synchronization=tf.VariableSynchronization.ON_WRITE,
         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
@@ -47,6 +51,11 @@ class SeedStream(tf.Module):
     seed = tf.identity(self.state)
     self.state.assign_add(tf.constant([0, 1], tf.int64))
     return tf.random.experimental.stateless_split(seed, num)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(seed=self._seed)
+    return config
 
 
 def _replica_row_offset(rows):

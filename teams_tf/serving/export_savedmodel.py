@@ -32,6 +32,7 @@ from official.nlp.tools import export_tfhub_lib
 
 from teams_tf.configs import models as model_configs
 from teams_tf.data import tokenization
+from teams_tf.layers import replica_random
 from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import script_pretrainer
 from teams_tf.serving import export_modules
@@ -226,7 +227,12 @@ def restored_pretrainer(build, model_config, checkpoint_path, vocab_file, seq_le
   pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
                   masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
                   masked_lm_weights=tf.ones([1, 1])))  # Creates every variable.
-  _restore(checkpoint_path, f'a {type(pretrainer).__name__}', model=pretrainer)
+  # Serving never samples, so the sampling stream is not read (checkpoints written before it
+  # existed load too); every weight must still be found.
+  weights = {name: child
+             for name, child in tf.train.TrackableView(pretrainer).children(pretrainer).items()
+             if not isinstance(child, replica_random.SeedStream)}
+  _restore(checkpoint_path, f'a {type(pretrainer).__name__}', model=tf.train.Checkpoint(**weights))
   return pretrainer
 
 

@@ -171,6 +171,22 @@ class PllScoringTest(tf.test.TestCase):
                         values[:1], atol=1e-3)
     self.assertIn('sentences/s', result.stderr)
 
+  def test_checkpoint_without_a_sampling_stream_scores_the_same(self):
+    # As written before the pretrainers had a SeedStream: serving must not need it.
+    model_dir = os.path.join(self.work_dir, 'no_stream')
+    model = self.scorer.model
+    tf.train.Checkpoint(model=tf.train.Checkpoint(
+        encoder_network=model.encoder_network, masked_lm=model.masked_lm)).save(
+            os.path.join(model_dir, 'ckpt'))
+    tf.io.gfile.copy(os.path.join(self.model_dir, 'params.yaml'),
+                     os.path.join(model_dir, 'params.yaml'))
+    texts = tf.constant(self.sentences[:2])
+    expected = self.scorer.serve_text(texts)
+    scorer = export_savedmodel.load_pll_scorer(model_dir)  # tf.function methods hold `self` weakly.
+    got = scorer.serve_text(texts)
+    for key in ('pll', 'masked_lm_pll'):
+      self.assertAllClose(expected[key], got[key], rtol=1e-5, msg=key)
+
   def test_score_tool_refuses_a_run_of_another_objective(self):
     teams_dir = os.path.join(self.work_dir, 'teams')
     utils.write_pretraining_run(teams_dir, utils.VOCAB.path, seq_length=_SEQ_LENGTH)
