@@ -35,13 +35,20 @@ class PretrainTask(base_task.Task):
     self._check_data_fits_encoder()
 
   def _check_data_fits_encoder(self):
-    """Fails early, naming the fields, when data and encoder disagree on sizes."""
+    """Fails early, naming the fields, when data, encoder and replicas disagree on sizes."""
     encoder = self.task_config.model.encoder
     encoder_vocab_size = encoder.vocab_size
+    # The task is built in the strategy's scope (train.py), so this is the training strategy.
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
     for field in ('train_data', 'validation_data'):
       data = getattr(self.task_config, field)
       if not data.input_path:
         continue
+      if data.global_batch_size % replicas:
+        raise ValueError(
+            f'task.{field}.global_batch_size={data.global_batch_size} is not divisible by the '
+            f'{replicas} replicas in sync; use a multiple of {replicas} so every replica gets an '
+            'equal share.')
       if data.seq_length > encoder.max_position_embeddings:
         raise ValueError(
             f'task.{field}.seq_length={data.seq_length} exceeds '

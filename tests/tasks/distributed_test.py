@@ -82,6 +82,32 @@ def _run(objective):
   return json.loads(line[len('RESULTS '):])[objective]
 
 
+class BatchSplitTest(tf.test.TestCase):
+
+  def test_global_batch_not_divisible_by_the_replicas_is_a_clear_error(self):
+    script = textwrap.dedent('''
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices('CPU')[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from official.core import task_factory
+        from teams_tf import registry_imports
+        from teams_tf.configs import experiments
+        params = experiments.pretraining_experiment('teams', 'demo')
+        params.task.train_data.global_batch_size = 33
+        with tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']).scope():
+          try:
+            task_factory.get_task(params.task)
+          except ValueError as e:
+            print('ERROR', e)
+        ''')
+    result = subprocess.run([sys.executable, '-c', script], cwd=_ROOT, capture_output=True,
+                            text=True, timeout=300, check=False)
+    self.assertEqual(0, result.returncode, result.stderr[-3000:])
+    self.assertIn('ERROR task.train_data.global_batch_size=33 is not divisible by the 2 replicas',
+                  result.stdout)
+
+
 class MirroredEqualsOneDeviceTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(*_OBJECTIVES)
