@@ -16,8 +16,6 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.modeling import layers
-
 from teams_tf.data import atomic_files
 from teams_tf.data import embedded
 from teams_tf.data import progress
@@ -56,12 +54,7 @@ def main(_):
 
   @tf.function
   def represent(texts):
-    tokens = tokenizer.tokenize(texts).merge_dims(1, 2)
-    inputs = layers.BertPackInputs.bert_pack_inputs(
-        [tokens], _SEQ_LENGTH.value, start_of_sequence_id=vocab.cls_id,
-        end_of_segment_id=vocab.sep_id, padding_id=vocab.pad_id)
-    ids = inputs['input_word_ids']
-    weights = (inputs['input_mask'] > 0) & (ids != vocab.cls_id) & (ids != vocab.sep_id)
+    inputs, weights = tokenization.pack_texts(tokenizer, vocab, texts, _SEQ_LENGTH.value)
     return encoder(inputs)['sequence_output'], weights
 
   similarity = contextual_score.ContextualSimilarity()

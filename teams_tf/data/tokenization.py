@@ -12,6 +12,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from official.nlp.modeling import layers
+
 from teams_tf.data import embedded
 
 PAD_TOKEN = '[PAD]'
@@ -133,3 +135,29 @@ def build_tokenizer(vocab: Vocabulary, lower_case: bool = True) -> tf_text.BertT
       num_oov_buckets=1)
   return tf_text.BertTokenizer(
       table, token_out_type=tf.int32, unknown_token=UNK_TOKEN, lower_case=lower_case)
+
+
+def text_token_weights(word_ids, input_mask, vocab: Vocabulary):
+  """[B, T] float32: 1 for a packed text's own tokens (not padding, [CLS] or [SEP])."""
+  is_special = tf.equal(word_ids, vocab.cls_id) | tf.equal(word_ids, vocab.sep_id)
+  return tf.cast((input_mask > 0) & ~is_special, tf.float32)
+
+
+def pack_texts(tokenizer, vocab: Vocabulary, texts, seq_length):
+  """[B] strings -> `[CLS] text [SEP]` encoder inputs and the text's own tokens.
+
+  Args:
+    tokenizer: `build_tokenizer(vocab, ...)`.
+    vocab: the vocabulary.
+    texts: [B] string tensor; a text longer than `seq_length` - 2 tokens is truncated.
+    seq_length: T.
+
+  Returns:
+    (dict of [B, T] int32 `input_word_ids`, `input_mask`, `input_type_ids`, [B, T] float32
+    `text_token_weights`).
+  """
+  tokens = tokenizer.tokenize(texts).merge_dims(1, 2)
+  inputs = layers.BertPackInputs.bert_pack_inputs(
+      [tokens], seq_length, start_of_sequence_id=vocab.cls_id, end_of_segment_id=vocab.sep_id,
+      padding_id=vocab.pad_id)
+  return inputs, text_token_weights(inputs['input_word_ids'], inputs['input_mask'], vocab)

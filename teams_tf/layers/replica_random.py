@@ -58,7 +58,7 @@ class SeedStream(tf_keras.layers.Layer):
     return config
 
 
-def _replica_row_offset(rows):
+def replica_row_offset(rows):
   """Index in the global batch of this replica's first row (replicas hold equal slices)."""
   context = tf.distribute.get_replica_context()
   if context is None or context.num_replicas_in_sync == 1:
@@ -82,7 +82,7 @@ def uniform(shape, seed, row_offset=None):
   shape = tf.cast(shape, tf.int64)
   rows, row_size = shape[0], tf.reduce_prod(shape[1:])
   counters_per_row = (row_size + _WORDS_PER_COUNTER - 1) // _WORDS_PER_COUNTER
-  offset = _replica_row_offset(rows) if row_offset is None else tf.cast(row_offset, tf.int64)
+  offset = replica_row_offset(rows) if row_offset is None else tf.cast(row_offset, tf.int64)
   # Scramble the (possibly low-entropy) seed into a Philox key and counter high word; the low
   # word counts this replica's first row from 0.
   key_and_high = tf.random.stateless_uniform(

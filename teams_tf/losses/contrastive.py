@@ -10,6 +10,7 @@ and K negatives from other sequences (pairs from `layers/token_pairs.py`).
 
 import tensorflow as tf
 
+from teams_tf.layers import replica_random
 from teams_tf.losses import classification
 
 
@@ -21,9 +22,8 @@ def gather_replicas(values):
   context = tf.distribute.get_replica_context()
   if context is None or context.num_replicas_in_sync == 1:
     return values, 0
-  gathered = context.all_gather(values, axis=0)
-  replica_id = tf.cast(context.replica_id_in_sync_group, tf.int32)
-  return gathered, replica_id * tf.shape(values)[0]
+  offset = replica_random.replica_row_offset(tf.shape(values)[0])
+  return context.all_gather(values, axis=0), tf.cast(offset, tf.int32)
 
 
 def sequence_contrastive_loss(first, second, temperature=1.0):

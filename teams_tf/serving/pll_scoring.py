@@ -12,18 +12,11 @@ import dataclasses
 import tensorflow as tf
 
 from official.core import export_base
-from official.nlp.modeling import layers
 
 from teams_tf.data import tokenization
 from teams_tf.losses import self_critic
 
 MODES = ('self_critic', 'masked_lm')
-
-
-def _scored_tokens(word_ids, input_mask, vocab):
-  """[B, T] float32: 1 for the sentence's own tokens (not padding, [CLS] or [SEP])."""
-  is_special = tf.equal(word_ids, vocab.cls_id) | tf.equal(word_ids, vocab.sep_id)
-  return tf.cast((input_mask > 0) & ~is_special, tf.float32)
 
 
 def self_critic_pll(pretrainer, inputs, weights):
@@ -103,18 +96,14 @@ class PllScorer(export_base.ExportModule):
 
   def pack(self, text):
     """[B] strings -> (dict of [B, T] int32 encoder inputs, [B, T] float32 counted tokens)."""
-    tokens = self._tokenizer.tokenize(text).merge_dims(1, 2)
-    inputs = layers.BertPackInputs.bert_pack_inputs(
-        [tokens], self.params.seq_length, start_of_sequence_id=self._vocab.cls_id,
-        end_of_segment_id=self._vocab.sep_id, padding_id=self._vocab.pad_id)
-    return inputs, _scored_tokens(inputs['input_word_ids'], inputs['input_mask'], self._vocab)
+    return tokenization.pack_texts(self._tokenizer, self._vocab, text, self.params.seq_length)
 
   @tf.function
   def serve(self, input_word_ids, input_mask, input_type_ids):
     """Both PLLs of packed token ids ([B, T] int32 each); [CLS]/[SEP]/padding do not count."""
     inputs = dict(input_word_ids=input_word_ids, input_mask=input_mask,
                   input_type_ids=input_type_ids)
-    weights = _scored_tokens(input_word_ids, input_mask, self._vocab)
+    weights = tokenization.text_token_weights(input_word_ids, input_mask, self._vocab)
     return self._score(inputs, weights)
 
   @tf.function

@@ -71,15 +71,14 @@ class TacoPretrainerTest(tf.test.TestCase, parameterized.TestCase):
         out = strategy.run(tf.function(lambda x: model(x)), args=(inputs,))
         local = lambda key: np.concatenate(
             [v.numpy() for v in strategy.experimental_local_results(out[key])])
-        np.savez(OUTPUT, semantics=local('global_semantics'),
-                 negatives=local('tc_negatives'), mask=batch['input_mask'].numpy())
+        np.savez(OUTPUT, semantics=local('global_semantics'), negatives=local('tc_negatives'))
         ''')
     output = os.path.join(self.get_temp_dir(), 'mirrored.npz')
     result = subprocess.run([sys.executable, '-c', f'OUTPUT = {output!r}\n' + script],
                             cwd=_ROOT, capture_output=True, text=True, timeout=300, check=False)
     self.assertEqual(0, result.returncode, result.stderr[-3000:])
     result = np.load(output)
-    g, mask = result['semantics'], result['mask']
+    g = result['semantics']
     for b in range(4):
       rows = {_find(g, negative)[0] for negative in result['negatives'][b, 0]}
       self.assertNotIn(b, rows)
