@@ -4,9 +4,12 @@
       --model_dir=/tmp/teams_demo [--params_override=...] [--gin_file=...] [--gin_params=...]
   python -m teams_tf.train --list_experiments
 
-All logic lives in Model Garden (`official.core.train_lib`) and in the registered tasks; this
-file only parses flags, reports bad experiment names, overrides and gin bindings in one line,
-and says what it runs and where it writes.
+Training runs in Model Garden (`official.core.train_lib`) with the registered tasks; this file
+parses flags, reports bad experiment names, overrides and gin bindings in one line, says what it
+runs and where it writes, and adds what long runs need (`teams_tf.training`): a damaged latest
+checkpoint is set aside for the previous one, a resumed run continues its input where the
+checkpoint left it (and every worker of a multi-worker run resumes from the chief's checkpoint),
+and a non-finite loss stops the run naming the step, the loss terms and the last good checkpoint.
 """
 
 import os
@@ -22,17 +25,29 @@ from official.common import distribute_utils
 from official.common import flags as tfm_flags
 from official.core import exp_factory
 from official.core import task_factory
-from official.core import train_lib
 from official.core import train_utils
 from official.modeling import performance
+import tf_keras
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import experiments
+from teams_tf.tasks import init_checkpoint
+from teams_tf.training import checkpoints
+from teams_tf.training import non_finite
+from teams_tf.training import resume
 
 FLAGS = flags.FLAGS
 _LIST_EXPERIMENTS = flags.DEFINE_bool(
     'list_experiments', False, 'Print every registered experiment with a one-line description '
     'and exit.')
+_SEED = flags.DEFINE_integer(
+    'seed', None, 'Seeds Python, NumPy and TensorFlow before the model is built, so weight '
+    'initialization and the sampling seeds repeat (the input pipeline has its own '
+    'task.train_data.seed).')
+_OP_DETERMINISM = flags.DEFINE_bool(
+    'op_determinism', False, 'Makes every TensorFlow op deterministic '
+    '(tf.config.experimental.enable_op_determinism; needs --seed): with it, a resumed run ends '
+    'with the same weights as an uninterrupted one. Some ops get slower.')
 
 
 def _fail(message):
@@ -66,6 +81,24 @@ def _parse_params():
           f'{" ".join(str(e).split())}')
 
 
+def _strategy(params):
+  """Model Garden's strategy for `params.runtime`; a one-line error when it cannot be created."""
+  runtime = params.runtime
+  try:
+    return distribute_utils.get_distribution_strategy(
+        distribution_strategy=runtime.distribution_strategy,
+        all_reduce_alg=runtime.all_reduce_alg,
+        num_gpus=runtime.num_gpus,
+        tpu_address=runtime.tpu)
+  except (ValueError, RuntimeError, tf.errors.OpError) as e:
+    hint = ''
+    if runtime.distribution_strategy == 'tpu':
+      hint = (' Pass --tpu=<TPU name> (or --tpu=local on a TPU VM), or run on CPU/GPU with '
+              '--params_override=runtime.distribution_strategy=mirrored.')
+    _fail(f'cannot create the {runtime.distribution_strategy!r} distribution strategy '
+          f'(runtime.distribution_strategy): {" ".join(str(e).split()).rstrip(".")}.{hint}')
+
+
 def _list_experiments():
   names = experiments.experiment_names()
   width = max(len(name) for name in names)
@@ -77,32 +110,54 @@ def main(_):
   if _LIST_EXPERIMENTS.value:
     _list_experiments()
     return
+  if _OP_DETERMINISM.value and _SEED.value is None:
+    _fail('--op_determinism needs --seed=N (random ops must have seeds to be deterministic).')
   _parse_gin()
   params = _parse_params()
   model_dir = FLAGS.model_dir
-  if 'train' in FLAGS.mode:
-    train_utils.serialize_config(params, model_dir)
-  logging.info('Running %s of %r; checkpoints, TensorBoard summaries and params.yaml in %s',
-               FLAGS.mode, FLAGS.experiment, os.path.abspath(model_dir))
   if params.runtime.mixed_precision_dtype:
     performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
-  strategy = distribute_utils.get_distribution_strategy(
-      distribution_strategy=params.runtime.distribution_strategy,
-      all_reduce_alg=params.runtime.all_reduce_alg,
-      num_gpus=params.runtime.num_gpus,
-      tpu_address=params.runtime.tpu)
+  if _SEED.value is not None:
+    tf_keras.utils.set_random_seed(_SEED.value)
+  if _OP_DETERMINISM.value:
+    tf.config.experimental.enable_op_determinism()
+  strategy = _strategy(params)
+  # The chief writes; other workers of a multi-worker run would write the same files again.
+  chief = strategy.extended.should_checkpoint
+  if 'train' in FLAGS.mode and chief:
+    train_utils.serialize_config(params, model_dir)
+  logging.info('Running %s of %r on %d replica(s); checkpoints, TensorBoard summaries and '
+               'params.yaml in %s', FLAGS.mode, FLAGS.experiment,
+               strategy.num_replicas_in_sync, os.path.abspath(model_dir))
   try:
+    # Every worker picks the same checkpoint; only the chief moves damaged ones aside.
+    latest = checkpoints.latest_restorable(model_dir, set_aside='train' in FLAGS.mode and chief)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir)
-  except ValueError as e:
+      trainer = resume.build_trainer(params, task, FLAGS.mode, model_dir,
+                                     checkpoints.global_step(latest))
+  except (ValueError, RuntimeError) as e:
     _fail(str(e))
-  train_lib.run_experiment(
-      distribution_strategy=strategy,
-      task=task,
-      mode=FLAGS.mode,
-      params=params,
-      model_dir=model_dir)
-  train_utils.save_gin_config(FLAGS.mode, model_dir)
+  try:
+    resume.ExperimentRunner(
+        # Every worker resumes its input at the step of `latest` (build_trainer above); a
+        # non-chief worker also restores `latest` itself (see resume.ExperimentRunner).
+        chief_checkpoint=None if chief else latest,
+        distribution_strategy=strategy,
+        task=task,
+        mode=FLAGS.mode,
+        params=params,
+        model_dir=model_dir,
+        save_summary=chief,
+        trainer=trainer,
+        train_actions=[non_finite.NonFiniteLossCheck(
+            # Fine-tuning tasks are Model Garden's and report one loss.
+            model_dir, getattr(task, 'loss_weights', dict)(), params.trainer.recovery_max_trials)]
+    ).run()
+  except (non_finite.NonFiniteLossError, init_checkpoint.InitCheckpointError) as e:
+    _fail(str(e))
+  if chief:
+    train_utils.save_gin_config(FLAGS.mode, model_dir)
   logging.info('Done: %s of %r in %s', FLAGS.mode, FLAGS.experiment,
                os.path.abspath(model_dir))
 

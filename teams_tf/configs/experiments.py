@@ -208,9 +208,10 @@ def _model(objective, size, variant, encoder):
 
 
 def _experiment(model, task_config_cls, learning_rate, batch_size, train_steps, warmup_steps,
-                seq_length, eval_batch_size, trainer_overrides, adam_epsilon=1e-6):
+                seq_length, eval_batch_size, trainer_overrides, adam_epsilon=1e-6, runtime=None):
   """Pretraining experiment of a model config over the embedded sample data."""
   return cfg.ExperimentConfig(
+      runtime=runtime or cfg.RuntimeConfig(),
       task=task_config_cls(
           model=model,
           train_data=_data('sample:train', True, seq_length, batch_size),
@@ -254,7 +255,10 @@ def _paper_size(objective, size, variant):
       eval_batch_size=settings.batch_size,
       trainer_overrides=dict(
           steps_per_loop=1000, summary_interval=1000, checkpoint_interval=10_000,
-          validation_interval=10_000, validation_steps=100))
+          validation_interval=10_000, validation_steps=100),
+      # The papers pretrain on TPUs; bfloat16 activations with float32 variables and losses.
+      # On GPUs or CPUs: --params_override=runtime.distribution_strategy=mirrored.
+      runtime=cfg.RuntimeConfig(distribution_strategy='tpu', mixed_precision_dtype='bfloat16'))
 
 
 def _demo(objective, variant):

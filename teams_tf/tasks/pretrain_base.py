@@ -7,6 +7,7 @@ are Model Garden's `base_task.Task` ones (replica loss scaling, LossScaleOptimiz
 
 import dataclasses
 
+from absl import logging
 import tensorflow as tf
 import tf_keras
 
@@ -16,6 +17,8 @@ from official.core import config_definitions as cfg
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+from teams_tf.tasks import init_checkpoint
+from teams_tf.training import non_finite
 
 
 @dataclasses.dataclass
@@ -25,6 +28,10 @@ class PretrainTaskConfig(cfg.TaskConfig):
       default_factory=pretrain_dataloader.PretrainDataConfig)
   validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
       default_factory=pretrain_dataloader.PretrainDataConfig)
+  # What the inherited `init_checkpoint` (a pretraining checkpoint or run directory) restores when
+  # a run starts without a checkpoint of its own: 'encoder', 'encoder,generator' or 'all'
+  # (`tasks/init_checkpoint.py`).
+  init_checkpoint_modules: str = 'encoder'
 
 
 class PretrainTask(base_task.Task):
@@ -33,6 +40,9 @@ class PretrainTask(base_task.Task):
   def __init__(self, params, logging_dir=None, name=None):
     super().__init__(params, logging_dir=logging_dir, name=name)
     self._check_data_fits_encoder()
+    if params.init_checkpoint_modules not in init_checkpoint.MODULES:
+      raise ValueError(f'task.init_checkpoint_modules={params.init_checkpoint_modules!r} is not '
+                       f'one of {init_checkpoint.MODULES}.')
 
   def _check_data_fits_encoder(self):
     """Fails early, naming the fields, when data, encoder and replicas disagree on sizes."""
@@ -61,6 +71,23 @@ class PretrainTask(base_task.Task):
             f'{data.vocab_file!r} has {vocab.size} tokens; set '
             f'--params_override=task.model.encoder.vocab_size={vocab.size} (or use the '
             'vocabulary the model was built for).')
+
+  def initialize(self, model):
+    """Restores `init_checkpoint_modules` from `init_checkpoint` (called for a fresh run only).
+
+    The model is first called on one training example so every variable exists and its shape
+    can be checked against the checkpoint.
+    """
+    config = self.task_config
+    if not config.init_checkpoint:
+      return
+    with model.distribute_strategy.scope():
+      batch = next(iter(self.build_inputs(config.train_data)))
+      model(tf.nest.map_structure(lambda feature: feature[:1], batch), training=False)
+    prefix = init_checkpoint.restore(model, config.init_checkpoint,
+                                     config.init_checkpoint_modules)
+    logging.info('Started from %s of %s (task.init_checkpoint_modules).',
+                 config.init_checkpoint_modules, prefix)
 
   def build_inputs(self, params, input_context=None):
     """Masked pretraining batches; see `pretrain_dataloader.PretrainDataLoader` for the spec."""
@@ -92,9 +119,18 @@ class PretrainTask(base_task.Task):
     return total
 
   def build_metrics(self, training=None):
-    del training
-    return ([tf_keras.metrics.Mean(name=name) for name in self.loss_weights()] +
-            self.task_metrics())
+    metrics = [tf_keras.metrics.Mean(name=name) for name in self.loss_weights()]
+    if training:
+      metrics.append(non_finite.FirstNonFiniteStep())
+    return metrics + self.task_metrics()
+
+  def train_step(self, inputs, model, optimizer, metrics=None):
+    """Model Garden's step, then records the step number if the loss was not finite."""
+    logs = super().train_step(inputs, model, optimizer, metrics=metrics)
+    for metric in metrics or ():
+      if isinstance(metric, non_finite.FirstNonFiniteStep):
+        metric.update_state(logs[self.loss], optimizer.iterations)
+    return logs
 
   def process_metrics(self, metrics, labels, model_outputs):
     metrics = {metric.name: metric for metric in metrics}

@@ -117,6 +117,18 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
                          experiments.pretraining_experiment(objective, size, variant).as_dict())
         self.assertTrue(experiments.describe(name), name)
 
+  def test_paper_sizes_run_on_tpu_in_bfloat16_and_demos_on_this_machine(self):
+    for name in experiments.experiment_names():
+      if not experiments.yaml_path(name).startswith('pretraining/'):
+        continue
+      runtime = exp_factory.get_exp_config(name).runtime
+      if experiments.split_name(name)[1] == 'demo':
+        self.assertEqual(('mirrored', None),
+                         (runtime.distribution_strategy, runtime.mixed_precision_dtype), name)
+      else:
+        self.assertEqual(('tpu', 'bfloat16'),
+                         (runtime.distribution_strategy, runtime.mixed_precision_dtype), name)
+
   def test_electra_defaults(self):
     # ELECTRA (Clark et al., 2020): λ = 50, generator as deep as the discriminator with 1/4
     # (small, large) or 1/3 (base) of its width, only embeddings tied, FFN head on layer L.

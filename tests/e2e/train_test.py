@@ -1,4 +1,4 @@
-"""End to end: the demo experiment through `python -m teams_tf.train`, resume, and errors."""
+"""End to end: the demo experiment through `python -m teams_tf.train`, continued pretraining, errors."""
 
 import glob
 import os
@@ -26,7 +26,7 @@ def _train(model_dir, *flags):
 
 class TrainTest(tf.test.TestCase):
 
-  def test_train_and_eval_writes_checkpoints_and_summaries_then_resumes(self):
+  def test_train_and_eval_writes_checkpoints_and_summaries_then_continues_pretraining(self):
     model_dir = os.path.join(self.get_temp_dir(), 'demo')
     gin_file = os.path.join(_ROOT, 'gin_configs', 'task_head_layer_norm_eps_1e-6.gin')
     first = _train(model_dir, '--experiment=teams_demo', '--mode=train_and_eval',
@@ -42,12 +42,16 @@ class TrainTest(tf.test.TestCase):
       self.assertIn('AttentionRtdHead.norm_epsilon = 1e-06', f.read())
     self.assertIn('validation_loss', first.stderr)
 
-    second = _train(model_dir, '--experiment=teams_demo', '--mode=train',
-                    f'--params_override={_FAST},trainer.train_steps=6')
+    # Continue pretraining in a new run: its encoder starts from the first run's (Model Garden
+    # calls Task.initialize because the new model_dir has no checkpoint).
+    continued_dir = os.path.join(self.get_temp_dir(), 'continued')
+    second = _train(continued_dir, '--experiment=teams_demo', '--mode=train',
+                    f'--params_override={_FAST},trainer.train_steps=2,'
+                    f'task.init_checkpoint={model_dir}')
     self.assertEqual(0, second.returncode, second.stderr[-3000:])
-    self.assertIn('train | step:      4 | training until step 6', second.stderr)
-    self.assertNotIn('train | step:      0 |', second.stderr)
-    self.assertTrue(tf.io.gfile.exists(os.path.join(model_dir, 'ckpt-6.index')))
+    self.assertIn(f"Started from encoder of {os.path.join(model_dir, 'ckpt-4')}", second.stderr)
+    self.assertIn('train | step:      0 | training until step 2', second.stderr)
+    self.assertTrue(tf.io.gfile.exists(os.path.join(continued_dir, 'ckpt-2.index')))
 
   def _assert_one_line_error(self, result, expected):
     self.assertNotEqual(0, result.returncode)
@@ -60,6 +64,12 @@ class TrainTest(tf.test.TestCase):
     result = _train(self.get_temp_dir(), '--experiment=teams_tiny', '--mode=train')
     self._assert_one_line_error(result, "unknown experiment 'teams_tiny'; registered:")
     self.assertIn('teams_demo', result.stderr)
+
+  def test_tpu_experiment_without_a_tpu(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_small', '--mode=train')
+    self._assert_one_line_error(result, "cannot create the 'tpu' distribution strategy")
+    self.assertIn('--tpu=', result.stderr.strip().splitlines()[-1])
+    self.assertIn('runtime.distribution_strategy=mirrored', result.stderr.strip().splitlines()[-1])
 
   def test_unknown_override_key(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',

@@ -1,0 +1,95 @@
+"""Resuming a run: the input where the checkpoint left it; every worker from one checkpoint.
+
+Model Garden builds the training input afresh on every start, so a run restarted after preemption
+would read its corpus from the beginning again: the first batches would be seen once per restart
+and the run would differ from an uninterrupted one. Every input pipeline here is a deterministic
+function of its seed and pipeline id (`data.pretrain_dataloader`: seeded shuffle, stateless masks
+per example index), and each step takes one batch per replica from it, so resuming at step s skips
+s × (replicas per pipeline) batches. Skipping reads the skipped data (tf.data has no random access
+into text or TFRecords): it costs the input pipeline's time for those batches, not the model's.
+
+`ExperimentRunner` is Model Garden's runner with one fix for multi-worker runs: every worker,
+not only the chief, resumes from the chief's latest checkpoint.
+"""
+
+import functools
+from typing import Optional
+
+from absl import logging
+import orbit
+import tensorflow as tf
+
+from official.core import base_trainer
+from official.core import train_lib
+from official.core import train_utils
+
+from teams_tf.training import checkpoints
+
+
+def _inputs_after(task, params, steps, input_context=None):
+  """`task.build_inputs` without the batches of the first `steps` steps."""
+  batches_per_step = 1
+  if input_context is not None:
+    batches_per_step = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+  return task.build_inputs(params, input_context).skip(steps * batches_per_step)
+
+
+def build_trainer(params, task, mode: str, model_dir: str, start_step: int):
+  """Model Garden's `base_trainer.Trainer` for `mode`, its training input resumed at `start_step`.
+
+  Call it in the strategy's scope. `start_step` is the step of the checkpoint the run will restore
+  (`checkpoints.global_step(checkpoints.latest_restorable(model_dir))`); 0 for a fresh run.
+  """
+  train = 'train' in mode
+  train_dataset = None
+  if train and start_step:
+    logging.info('Resuming at step %d: the training input skips the batches those steps used.',
+                 start_step)
+    train_dataset = orbit.utils.make_distributed_dataset(
+        tf.distribute.get_strategy(), _inputs_after, task, params.task.train_data, start_step)
+  return base_trainer.Trainer(
+      params,
+      task,
+      model=task.build_model(),
+      optimizer=train_utils.create_optimizer(task, params),
+      train=train,
+      evaluate='eval' in mode,
+      train_dataset=train_dataset,
+      checkpoint_exporter=train_utils.maybe_create_best_ckpt_exporter(params, model_dir))
+
+
+class ExperimentRunner(train_lib.OrbitExperimentRunner):
+  """Model Garden's runner, in which a non-chief worker resumes from the chief's checkpoint.
+
+  Model Garden gives a non-chief worker a CheckpointManager on a new `tempfile.mkdtemp()` (a save
+  may read variables that synchronize across workers, so every worker saves, but only the chief
+  into model_dir). In a restarted run that directory is empty, so the worker would call `init_fn`
+  and start from a new initialization at step 0 while the chief restores model_dir's latest
+  checkpoint. Restoring creates the optimizer slots, and MultiWorkerMirroredStrategy broadcasts
+  each new variable from the chief, so the workers' collectives disagree and the run fails (were
+  it to go on, the workers' weights and step counts would differ). Here that worker's `init_fn`
+  restores the chief's checkpoint instead: it runs exactly where the chief restores (the
+  manager's `restore_or_initialize`), so both create the same variables in the same order, and the
+  worker counts its checkpoint interval from the restored step, as the chief's manager does.
+  """
+
+  def __init__(self, *, chief_checkpoint: Optional[str], **kwargs):
+    """`chief_checkpoint`: on a non-chief worker, the checkpoint the chief resumes from; else None.
+
+    The other arguments are `train_lib.OrbitExperimentRunner`'s.
+    """
+    self._chief_checkpoint = chief_checkpoint
+    super().__init__(**kwargs)
+
+  def _maybe_build_checkpoint_manager(self):
+    manager = super()._maybe_build_checkpoint_manager()
+    if manager is None or self._chief_checkpoint is None:
+      return manager
+    return tf.train.CheckpointManager(
+        manager.checkpoint,
+        directory=manager.directory,  # Model Garden's mkdtemp(); it holds no checkpoint.
+        max_to_keep=1,  # As Model Garden's for non-chief workers.
+        step_counter=self.trainer.global_step,
+        checkpoint_interval=manager.checkpoint_interval,
+        init_fn=functools.partial(manager.checkpoint.restore, self._chief_checkpoint),
+        last_checkpoint_step=checkpoints.global_step(self._chief_checkpoint))
