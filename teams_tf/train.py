@@ -15,7 +15,14 @@ and a non-finite loss stops the run naming the step, the loss terms and the last
 import os
 import sys
 
-from absl import app
+# oneDNN's CPU kernels are outside TensorFlow's op determinism: under CPU contention they now
+# and then round differently (2 of 9 identical 16-step runs, three at a time, ended with weights
+# 1 ulp apart; 0 of 6 with oneDNN off). TensorFlow reads the switch when it loads, so it is set
+# before the import.
+if any(arg in ('--op_determinism', '--op_determinism=true') for arg in sys.argv[1:]):
+  os.environ.setdefault('TF_ENABLE_ONEDNN_OPTS', '0')
+
+from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 import gin
@@ -46,8 +53,9 @@ _SEED = flags.DEFINE_integer(
     'task.train_data.seed).')
 _OP_DETERMINISM = flags.DEFINE_bool(
     'op_determinism', False, 'Makes every TensorFlow op deterministic '
-    '(tf.config.experimental.enable_op_determinism; needs --seed): with it, a resumed run ends '
-    'with the same weights as an uninterrupted one. Some ops get slower.')
+    '(tf.config.experimental.enable_op_determinism; needs --seed) and turns off the oneDNN CPU '
+    'kernels, which are not: with it, a resumed run ends with the same weights as an '
+    'uninterrupted one. Some ops get slower.')
 
 
 def _fail(message):
@@ -112,6 +120,10 @@ def main(_):
     return
   if _OP_DETERMINISM.value and _SEED.value is None:
     _fail('--op_determinism needs --seed=N (random ops must have seeds to be deterministic).')
+  if _OP_DETERMINISM.value and os.environ.get('TF_ENABLE_ONEDNN_OPTS') != '0':
+    _fail('--op_determinism needs the oneDNN CPU kernels off, and TensorFlow loaded with '
+          f'TF_ENABLE_ONEDNN_OPTS={os.environ.get("TF_ENABLE_ONEDNN_OPTS")}: unset it or set it '
+          'to 0.')
   _parse_gin()
   params = _parse_params()
   model_dir = FLAGS.model_dir

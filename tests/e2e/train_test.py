@@ -18,10 +18,11 @@ _FAST = ','.join([
 ])
 
 
-def _train(model_dir, *flags):
+def _train(model_dir, *flags, env=None):
   return subprocess.run(
       [sys.executable, '-m', 'teams_tf.train', f'--model_dir={model_dir}', *flags],
-      cwd=_ROOT, capture_output=True, text=True, timeout=600, check=False)
+      cwd=_ROOT, capture_output=True, text=True, timeout=600, check=False,
+      env=None if env is None else {**os.environ, **env})
 
 
 class TrainTest(tf.test.TestCase):
@@ -91,6 +92,10 @@ class TrainTest(tf.test.TestCase):
                     '--params_override=task.model.rtd_head_input_layer=9')
     self._assert_one_line_error(result, 'rtd_head_input_layer=9 must be in [1, 4]')
 
+  def test_op_determinism_with_onednn_forced_on(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train', '--seed=1',
+                    '--op_determinism', env={'TF_ENABLE_ONEDNN_OPTS': '1'})
+    self._assert_one_line_error(result, 'TF_ENABLE_ONEDNN_OPTS=1: unset it or set it to 0')
 
   def test_list_experiments_describes_every_registered_experiment(self):
     result = subprocess.run([sys.executable, '-m', 'teams_tf.train', '--list_experiments'],
