@@ -72,7 +72,6 @@ class CandidateSampler(tf_keras.layers.Layer):
         `negative_ids`: [B, P, K] int32, K distinct ids, none equal to x_i (empty for K = 0).
     """
     logits = tf.stop_gradient(tf.cast(logits, tf.float32))
-    vocab_size = tf.shape(logits)[-1]
     replace_seed, negative_seed = tf.unstack(
         tf.random.experimental.stateless_split(seed, num=2))
 
@@ -84,9 +83,12 @@ class CandidateSampler(tf_keras.layers.Layer):
     if not self._num_negatives:
       return dict(replaced_ids=replaced_ids,
                   negative_ids=tf.zeros(tf.concat([tf.shape(original_ids), [0]], 0), tf.int32))
-    is_original = tf.one_hot(
-        tf.cast(original_ids, tf.int32), vocab_size, on_value=True, off_value=False)
-    scores = tf.where(is_original, tf.constant(-float('inf')), logits)
+    # -inf at each row's original id, written in place of a [B, P, V] one-hot mask.
+    shape = tf.shape(original_ids)
+    rows = tf.stack(tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing='ij'), -1)
+    scores = tf.tensor_scatter_nd_update(
+        logits, tf.concat([rows, tf.cast(original_ids, tf.int32)[..., None]], -1),
+        tf.fill(shape, -float('inf')))
     if self._strategy == 'sampled':
       scores += token_sampling.gumbel_noise(tf.shape(logits), negative_seed)
     negative_ids = tf.math.top_k(scores, k=self._num_negatives, sorted=False).indices
