@@ -22,6 +22,7 @@ from official.nlp.modeling import models
 
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import replica_random
+from teams_tf.networks import shared_encoders
 
 
 def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrainerV2:
@@ -56,11 +57,15 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
 def build_kept_encoder(config: encoders.BertEncoderConfig):
   """Model Garden's `BertEncoderV2` for `config`, as the one-encoder objectives train it.
 
+  Its embedding projection is `shared_encoders.embedding_projection` (the same variables, a
+  gradient without the [B, T, E, H] broadcast of Model Garden's '...x,xy->...y').
+
   No pretraining loss reads the pooled [CLS] output (there is no next-sentence task), so the
   pooler stays out of the optimizer instead of being reported as variables without gradients.
   It is still checkpointed, so fine-tuning restores the full BertEncoderV2.
   """
-  encoder = encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config))
+  encoder = shared_encoders.use_rank3_embedding_projection(
+      encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config)))
   encoder.pooler_layer.trainable = False
   return encoder
 
