@@ -6,9 +6,11 @@ For every masked position i the generator distribution P_G(·|x^M) (Eq. 2) is us
   2. in a separate draw, K non-original tokens sampled from P_G *without replacement* with the
      original excluded, which together with x_i form the candidate set S_i of Eq. (7).
 The without-replacement draw uses the Gumbel-top-k trick: adding i.i.d. Gumbel noise to the
-log-probabilities and keeping the K largest is distributed exactly as K sequential draws
-without replacement (Kool et al., 2019). Strategy "hardest" keeps the K most likely
-non-original tokens instead (the paper's Figure 5 comparison).
+log-probabilities and keeping the K largest non-original ones is distributed exactly as K
+sequential draws without replacement (Kool et al., 2019); its noise is independent of the
+replacement draw's, so the pair has the law of the paper's two separate draws. One top-(K + 1)
+over all V scores finds them without a masked [B, P, V] copy. Strategy "hardest" keeps the K
+most likely non-original tokens instead (the paper's Figure 5 comparison).
 
 Unlike Model Garden's `candidate_size`, K here counts only non-original tokens, as in the paper.
 """
@@ -83,15 +85,16 @@ class CandidateSampler(tf_keras.layers.Layer):
     if not self._num_negatives:
       return dict(replaced_ids=replaced_ids,
                   negative_ids=tf.zeros(tf.concat([tf.shape(original_ids), [0]], 0), tf.int32))
-    # -inf at each row's original id, written in place of a [B, P, V] one-hot mask.
-    shape = tf.shape(original_ids)
-    rows = tf.stack(tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing='ij'), -1)
-    scores = tf.tensor_scatter_nd_update(
-        logits, tf.concat([rows, tf.cast(original_ids, tf.int32)[..., None]], -1),
-        tf.fill(shape, -float('inf')))
+    scores = logits
     if self._strategy == 'sampled':
       scores += token_sampling.gumbel_noise(tf.shape(logits), negative_seed)
-    negative_ids = tf.math.top_k(scores, k=self._num_negatives, sorted=False).indices
+    # The K best non-original scores are the K + 1 best scores without the original, or their
+    # first K when the original is not among them: no [B, P, V] copy with the original masked.
+    top = tf.math.top_k(scores, k=self._num_negatives + 1).indices  # [B, P, K + 1], descending
+    is_original = tf.cast(tf.equal(top, tf.cast(original_ids, tf.int32)[..., None]), tf.int32)
+    # A stable sort on the flag moves the original, if present, behind the others.
+    order = tf.argsort(is_original, axis=-1, stable=True)[..., :self._num_negatives]
+    negative_ids = tf.gather(top, order, batch_dims=2)
     return dict(replaced_ids=replaced_ids, negative_ids=negative_ids)
 
   def get_config(self):

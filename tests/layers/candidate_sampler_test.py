@@ -84,6 +84,34 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     expected = 0.1 + 0.6 * 0.1 / 0.4 + 0.3 * 0.1 / 0.7
     self.assertAllClose(expected, included / 10000, atol=0.02)
 
+  def test_joint_law_of_replacement_and_candidate_set_is_two_independent_draws(self):
+    # The paper draws x̂ ~ P_G and, separately, K non-original tokens from P_G without
+    # replacement. Over a 5-token vocabulary with K = 2, the 5 x 6 cells (x̂, unordered set)
+    # must have probability P_G(x̂) · P(set), P({a, b}) = q_a q_b / (1 - q_a) + q_b q_a / (1 - q_b)
+    # with q = P_G renormalised over the non-original tokens (K sequential draws). A chi-square
+    # test over 20,000 draws; a with-replacement sampler, or one that reused the replacement's
+    # noise for the set, fails it by far.
+    probs = np.array([0.35, 0.3, 0.2, 0.1, 0.05])  # Token 0 is the original.
+    rows = 4000
+    sampler = candidate_sampler.CandidateSampler(num_negatives=2)
+    logits = tf.constant(np.log(np.tile(probs, (rows, 1)))[None], tf.float32)
+    q = probs[1:] / probs[1:].sum()
+    sets = [(a, b) for a in range(1, 5) for b in range(a + 1, 5)]
+    set_probs = [q[a - 1] * q[b - 1] / (1 - q[a - 1]) + q[b - 1] * q[a - 1] / (1 - q[b - 1])
+                 for a, b in sets]
+    self.assertAllClose(1.0, sum(set_probs))
+    counts = np.zeros((5, len(sets)))
+    for seed in range(5):
+      replaced, negatives = self._draw(sampler, logits, tf.zeros([1, rows], tf.int32), seed)
+      for r, pair in zip(replaced[0], np.sort(negatives[0], -1)):
+        counts[r, sets.index(tuple(pair))] += 1
+    expected = np.outer(probs, set_probs) * counts.sum()
+    chi_square = ((counts - expected)**2 / expected).sum()
+    # 99.99% quantile of chi-square with 29 degrees of freedom (Wilson-Hilferty): ~63.
+    dof, z = counts.size - 1, 3.719
+    critical = dof * (1 - 2 / (9 * dof) + z * np.sqrt(2 / (9 * dof)))**3
+    self.assertLess(chi_square, critical)
+
   def test_same_seed_same_samples_other_seed_differs(self):
     sampler = candidate_sampler.CandidateSampler(num_negatives=3)
     logits = tf.random.normal([2, 3, 50], seed=3)
