@@ -40,14 +40,8 @@ _SCRIPT = textwrap.dedent('''
         lambda c: {k: v[2 * c.replica_id_in_sync_group:][:2] for k, v in batch.items()})
     results = {}
     for objective in sys.argv[1:]:
-      params = experiments.pretraining_experiment(objective, 'demo')
       # Keras draws dropout masks from its own per-replica generators; switch them off.
-      params.task.model.encoder.dropout_rate = 0.0
-      params.task.model.encoder.attention_dropout_rate = 0.0
-      # Two layers (one generator layer) trace in half the time and keep every kind of layer.
-      params.task.model.encoder.num_layers = 2
-      if getattr(params.task.model, 'num_generator_layers', None):
-        params.task.model.num_generator_layers = 1
+      params = testing_utils.two_layer_demo_experiment(objective, dropout=False)
       task = task_factory.get_task(params.task)
       single = task.build_model()
       single(batch)

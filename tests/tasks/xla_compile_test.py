@@ -15,7 +15,6 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
 from tests import testing_utils
 
 
@@ -30,12 +29,7 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
       policy=('float32', 'mixed_bfloat16'))
   def test_losses_and_gradients_compile(self, objective, policy):
     tf_keras.mixed_precision.set_global_policy(policy)
-    config = experiments.pretraining_experiment(objective, 'demo').task
-    # Two layers compile in half the time and still hold every op (shared, generator-only and
-    # discriminator-only layers for TEAMS; every head and sampler).
-    config.model.encoder.num_layers = 2
-    if getattr(config.model, 'num_generator_layers', None):
-      config.model.num_generator_layers = 1
+    config = testing_utils.two_layer_demo_experiment(objective).task
     task = task_factory.get_task(config)
     model = task.build_model()
     batch = testing_utils.pretraining_batch(batch_size=4, vocab_size=100)
