@@ -2,6 +2,7 @@
 
   python tools/benchmark_pretrain.py [--objectives=teams,electra,...] [--sizes=tiny,small]
       [--settings=fp32,fp32_xla,bf16,bf16_xla] [--implementations=ours,official,official_patched,hf]
+      [--anchor_settings=fp32,bf16]
       [--steps=10] [--warmup=3] [--output_dir=benchmarks]
 
 For each objective (TEAMS, ELECTRA, ELECTRA with TEAMS's generator, BERT, COCO-LM, TACO, SCRIPT),
@@ -74,6 +75,11 @@ _IMPLEMENTATIONS = flags.DEFINE_list(
     'implementations', list(_IMPLEMENTATION_NAMES),
     'ours; official (Model Garden, for teams and electra); official_patched (the same with its '
     'samplers casting logits to float32, bf16 settings only); hf (PyTorch, electra, fp32/bf16).')
+_ANCHOR_SETTINGS = flags.DEFINE_list(
+    'anchor_settings', ['fp32', 'bf16'],
+    'Settings at which the anchors (official, official_patched, hf) run; those not in --settings '
+    'are skipped. XLA made Model Garden\'s pretrainers slower on CPUs (issue 9); add fp32_xla, '
+    'bf16_xla to time them anyway.')
 _STEPS = flags.DEFINE_integer('steps', 10, 'Timed steps per variant (median reported).')
 _WARMUP = flags.DEFINE_integer('warmup', 3, 'Untimed steps first (tracing, XLA compilation).')
 _SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
@@ -100,7 +106,7 @@ def _log(message):
 
 def _check_flags():
   for flag, known in ((_OBJECTIVES, variants.OBJECTIVES), (_SIZES, variants.SIZES),
-                      (_SETTINGS, variants.SETTINGS),
+                      (_SETTINGS, variants.SETTINGS), (_ANCHOR_SETTINGS, variants.SETTINGS),
                       (_IMPLEMENTATIONS, _IMPLEMENTATION_NAMES)):
     unknown = [value for value in flag.value if value not in known]
     if unknown:
@@ -164,22 +170,6 @@ def _matmul_peak(n, repeats):
   return peaks
 
 
-def _write_batch(path):
-  """The fixed batch every variant trains on: our pipeline on the sample corpus; its statistics."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
-  params = variants.experiment_params('bert', 'tiny', _SEQ_LENGTH.value, _BATCH_SIZE.value,
-                                      _MAX_PREDICTIONS.value, 0)
-  task = task_factory.get_task(params.task)
-  batch = next(iter(task.build_inputs(params.task.train_data)))
-  arrays = {key: batch[key].numpy() for key in variants.BATCH_KEYS}
-  np.savez(path, **arrays)
-  return dict(input=params.task.train_data.input_path,
-              real_token_fraction=float(arrays['input_mask'].mean()),
-              masked_per_sequence=float(arrays['masked_lm_weights'].sum(1).mean()))
-
-
 def _plan(hf_available):
   """The variants to run, grouped so that ours and its anchors run close together in time."""
   jobs = []
@@ -195,6 +185,8 @@ def _plan(hf_available):
         for setting in _SETTINGS.value:
           job = dict(implementation=implementation, objective=objective, size=size,
                      setting=setting)
+          if implementation != 'ours' and setting not in _ANCHOR_SETTINGS.value:
+            continue
           if implementation == 'hf' and setting.endswith('_xla'):
             continue  # No XLA for eager PyTorch.
           if implementation == 'official_patched' and not setting.startswith('bf16'):
@@ -275,7 +267,8 @@ def main(argv):
   results, elapsed = [], {}
   with tempfile.TemporaryDirectory() as directory:
     batch_file = os.path.join(directory, 'batch.npz')
-    batch_info = _write_batch(batch_file)
+    batch_info = variants.write_batch(
+        batch_file, _SEQ_LENGTH.value, _BATCH_SIZE.value, _MAX_PREDICTIONS.value)
     shapes_by_size = {}
     for index, job in enumerate(jobs):
       prefix = f'[{index + 1}/{len(jobs)}]'
@@ -329,15 +322,8 @@ def main(argv):
       results=results)
   report.update(pretrain_benchmark_report.ratios(results, default_settings, _SETTINGS.value),
                 notes=pretrain_benchmark_report.notes(results))
-  markdown = pretrain_benchmark_report.markdown(report)
-  os.makedirs(_OUTPUT_DIR.value, exist_ok=True)
-  path = os.path.join(_OUTPUT_DIR.value, OUTPUT_NAME)
-  with open(path + '.md', 'w') as f:
-    f.write(markdown)
-  with open(path + '.json', 'w') as f:
-    json.dump(report, f, indent=2)
-  print(markdown)
-  print(f'Wrote {path}.md and {path}.json')
+  pretrain_benchmark_report.write_results(
+      _OUTPUT_DIR.value, OUTPUT_NAME, pretrain_benchmark_report.markdown(report), report)
 
 
 if __name__ == '__main__':

@@ -5,6 +5,9 @@ Pure Python over the list of variant results (dicts with `implementation`, `obje
 running anything.
 """
 
+import json
+import os
+
 import pretrain_flops
 
 _FLOAT32_SETTINGS = ('fp32', 'fp32_xla')
@@ -66,6 +69,48 @@ MODEL_GARDEN_DIFFERENCES = (
     'Parameter counts are trainable variables, so theirs include the poolers.',
     'Model Garden\'s tasks read BERT TFRecords; both are fed our batch (the same features). '
     'Both run our experiment\'s optimizer (AdamW, weight decay 0.01, clipping at norm 1).',
+)
+# Speed levers tried for issue 9: (lever, what changed, how it was measured, outcome). Measured
+# facts, each from the named command on this project's 2-core machine.
+LEVERS = (
+    ('Rank-3 embedding projection (TEAMS, ELECTRA, COCO-LM encoders)',
+     "Model Garden's '...x,xy->...y' einsum is differentiated through a [B, T, E, H] broadcast; "
+     "'btx,xy->bty' is the same function and variables",
+     'kernel gradient at B=32, T=128, E=128, H=256, median of 5 (tf.GradientTape over tf.einsum)',
+     '0.742 s -> 0.008 s per gradient; TEAMS small fp32 step 6.64 s -> 4.26 s (git stash A/B)'),
+    ('The same projection in the BertEncoderV2 of BERT, SCRIPT and TACO',
+     '`shared_encoders.use_rank3_embedding_projection` swaps the layer before it is built '
+     '(same checkpoint names; restores into Model Garden\'s BertEncoderV2)',
+     '`python tools/profile_step.py --objective=script --size=small --setting=bf16`',
+     "before: the projection's gradient was 1,296 of 8,088 kernel-ms per SCRIPT step (16%, both "
+     'passes), step 4.08 s profiled; after: see the SCRIPT and BERT rows (the previous results '
+     'file had SCRIPT small bf16 at 5.31 s, BERT at 2.48 s, slower than ELECTRA\'s 2.13 s)'),
+    ('Candidate sets without a [B, P, V] copy',
+     'top-(K+1) of the perturbed scores, the original (if among them) sorted behind the '
+     'others, instead of writing -inf at the original into a copy of the logits (exact: '
+     'the K best non-original scores either way)',
+     '`python tools/profile_step.py --objective=teams --size=small --setting=bf16`',
+     'TensorScatterUpdate (15 kernel-ms) and the masked copy gone; the K-candidate Gumbel draw '
+     '(Philox + two logs + top-k, ~150 kernel-ms of 3,813) remains: the second, independent '
+     'draw over [B·P, V] that the paper\'s separate sampling requires'),
+    ('Candidate masks never one-hot',
+     'the original is excluded by index, not by a [B, P, V] one-hot mask (Model Garden TEAMS '
+     'builds K of them)', 'previous session, git stash A/B', 'part of the 1.32x float32 ratio'),
+    ('MLM and MWS heads only at masked positions',
+     'MaskedLM gathers the P masked rows before its transform; MWS scores K + 1 candidates per '
+     'masked row', 'by construction (FLOP formula)', 'no [B, T, V] logits except SCRIPT\'s critic'),
+    ('bfloat16 mixed precision, float32 losses and samplers',
+     'mixed_bfloat16 for the paper sizes (AVX-512 BF16 here; TPUs)',
+     'this file, fp32 vs bf16 columns', 'TEAMS small ~1.4x examples/s over float32'),
+    ('XLA (jit_compile) of the whole step', 'tf.function(jit_compile=True)',
+     'this file, _xla columns', 'slower on this CPU for every objective (XLA\'s CPU matmuls '
+     'trail oneDNN\'s); not the default on CPUs; TPU jobs compile anyway'),
+    ('XLA-fused log-sum-exp for the SCRIPT critic', 'jit_compile on the [B·T, V] log-sum-exp and '
+     'its gradient only', 'microbenchmark at [4096, 30522] bf16, median of 5',
+     '0.311 s -> 0.238 s per forward+backward (~2% of a SCRIPT step); not adopted: a compiled '
+     'island in every graph for 2%'),
+    ('Input pipeline off the critical path', 'tf.data with prefetch',
+     '`python tools/benchmark_input_pipeline.py`', 'raw text ~500x faster than the step it feeds'),
 )
 _COLUMN_TITLES = {'default': 'default settings', 'best_float32': 'best float32',
                   'best': 'best setting each'}
@@ -176,6 +221,28 @@ def _ratio_table(report, size, settings):
   return lines
 
 
+def _script_bound(results, size):
+  """What SCRIPT/ELECTRA steps/s can be at equal FLOP efficiency, or None without both."""
+  best = {}
+  for objective in ('script', 'electra'):
+    best[objective] = max(_ok(results, 'ours', objective, size, [r['setting'] for r in results]),
+                          key=lambda r: r['examples_per_second'], default=None)
+  if None in best.values():
+    return None
+  script, electra = best['script'], best['electra']
+  flop_ratio = electra['flops_per_step'] / script['flops_per_step']
+  target = dict((name, threshold) for name, _, _, threshold in TARGETS)['script_over_electra']
+  return (f'SCRIPT vs ELECTRA, {size}: SCRIPT multiplies {script["flops_per_step"] / 1e9:.0f} '
+          f'GFLOP per step, ELECTRA {electra["flops_per_step"] / 1e9:.0f} (two full passes of '
+          'the discriminator-sized model plus the [B·T, V] critic softmax, against one pass '
+          f'and a 1/4-width generator), so at equal FLOP efficiency SCRIPT runs {flop_ratio:.2f}x '
+          f'ELECTRA\'s steps/s; {target:.2f}x needs SCRIPT at {target / flop_ratio:.2f}x '
+          f'ELECTRA\'s GFLOP/s (measured here: {script["gflops_per_second"]:.0f} vs '
+          f'{electra["gflops_per_second"]:.0f}, {script["gflops_per_second"] / electra["gflops_per_second"]:.2f}x). '
+          'The paper\'s 22.7 vs 31.3 steps/s is a TPU v3 at 15-18% MXU utilisation, where '
+          'per-step overheads, not FLOPs, set the pace.')
+
+
 def notes(results):
   """What the results file should say besides the numbers: mismatches, failures, skips."""
   lines = [
@@ -194,6 +261,8 @@ def notes(results):
       'depth, full width, bottom half shared: `electra_<size>_teams_reimpl` with '
       'num_shared_layers=None), the baseline of the TEAMS overhead ratio.',
   ]
+  lines += [line for line in (_script_bound(results, size)
+                              for size in sorted({r['size'] for r in results})) if line]
   for r in results:
     name = f'{r["implementation"]} {r["objective"]} {r["size"]} {r["setting"]}'
     if r['status'] == 'failed':
@@ -266,5 +335,21 @@ def markdown(report):
       terms = ', '.join(f'{name} {multiplier}x{forward / 1e9:.2f}'
                         for name, forward, multiplier in r['flop_terms'])
       lines.append(f'- {" ".join(key)}: {r["flops_per_step"] / 1e9:.2f} GFLOP = {terms}')
+  lines += ['', '## Levers', '', '| lever | change | measured with | outcome |',
+            '|---|---|---|---|']
+  lines += [f'| {lever} | {change} | {how} | {outcome} |'
+            for lever, change, how, outcome in LEVERS]
   lines += ['', '## Notes', ''] + [f'- {note}' for note in report['notes']]
   return '\n'.join(lines) + '\n'
+
+
+def write_results(output_dir, name, markdown_text, report):
+  """Writes `<output_dir>/<name>.md` and `.json`, prints the Markdown and where it went."""
+  os.makedirs(output_dir, exist_ok=True)
+  path = os.path.join(output_dir, name)
+  with open(path + '.md', 'w') as f:
+    f.write(markdown_text)
+  with open(path + '.json', 'w') as f:
+    json.dump(report, f, indent=2)
+  print(markdown_text)
+  print(f'Wrote {path}.md and {path}.json')

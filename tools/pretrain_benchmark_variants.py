@@ -276,13 +276,34 @@ def _rss_mib():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def write_batch(path, seq_length, batch_size, predictions):
+  """The fixed batch every variant trains on: our pipeline on the sample corpus; its statistics."""
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+  params = experiment_params('bert', 'tiny', seq_length, batch_size, predictions, 0)
+  task = task_factory.get_task(params.task)
+  batch = next(iter(task.build_inputs(params.task.train_data)))
+  arrays = {key: batch[key].numpy() for key in BATCH_KEYS}
+  np.savez(path, **arrays)
+  return dict(input=params.task.train_data.input_path,
+              real_token_fraction=float(arrays['input_mask'].mean()),
+              masked_per_sequence=float(arrays['masked_lm_weights'].sum(1).mean()))
+
+
 def _load_batch(path):
   with np.load(path) as arrays:
     return {key: arrays[key] for key in BATCH_KEYS}
 
 
-def run_tf_variant(spec):
-  """Builds and times one of our or Model Garden's models; returns the result dict."""
+def build_tf_step(spec):
+  """Builds one of our or Model Garden's models and its compiled training step.
+
+  Returns:
+    Dict with `step` (a `tf.function` of the batch returning the total loss), `batch` (dict of
+    tensors), `model`, `task`, `optimizer` and `metrics` (what `step` uses), `flops` and
+    `flop_terms` (`pretrain_flops.step_flops`) and `baseline_rss_mib` (after the imports, before
+    anything is built). `spec['seed']` (default 0) seeds the initial weights.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
@@ -301,7 +322,7 @@ def run_tf_variant(spec):
   params.runtime.mixed_precision_dtype = precision
   if precision:  # Before any layer is built, as teams_tf.train does.
     performance.set_mixed_precision_policy(precision)
-  tf_keras.utils.set_random_seed(0)  # The same initial weights and losses in every run.
+  tf_keras.utils.set_random_seed(spec.get('seed', 0))  # Same initial weights in every run.
   if spec['implementation'] == 'ours':
     flops_objective, shapes = our_shapes(spec['objective'], params.task.model,
                                          spec['batch_size'], spec['seq_length'],
@@ -322,11 +343,18 @@ def run_tf_variant(spec):
   def step(inputs):
     return task.train_step(inputs, model, optimizer, metrics=metrics)[task.loss]
 
-  result = _time_steps(step, batch, spec, spec['batch_size'])
+  return dict(step=step, batch=batch, model=model, task=task, optimizer=optimizer,
+              metrics=metrics, flops=flops, flop_terms=terms, baseline_rss_mib=baseline_rss)
+
+
+def run_tf_variant(spec):
+  """Builds and times one of our or Model Garden's models; returns the result dict."""
+  built = build_tf_step(spec)
+  result = _time_steps(built['step'], built['batch'], spec, spec['batch_size'])
   result.update(
-      flops_per_step=flops, flop_terms=[list(term) for term in terms],
-      parameters=int(sum(np.prod(v.shape) for v in model.trainable_variables)),
-      peak_rss_mib=_rss_mib(), baseline_rss_mib=baseline_rss)
+      flops_per_step=built['flops'], flop_terms=[list(term) for term in built['flop_terms']],
+      parameters=int(sum(np.prod(v.shape) for v in built['model'].trainable_variables)),
+      peak_rss_mib=_rss_mib(), baseline_rss_mib=built['baseline_rss_mib'])
   return result
 
 

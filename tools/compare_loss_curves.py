@@ -1,0 +1,110 @@
+"""Do our TEAMS and Model Garden's TEAMS learn alike? Loss curves for the same seeds and data.
+
+  python tools/compare_loss_curves.py [--size=tiny] [--steps=300] [--seeds=0,1] [--window=25]
+      [--setting=fp32] [--output_dir=benchmarks]
+
+Trains our TEAMS (`teams_<size>`) and Model Garden's TEAMS (`official.projects.teams`, mapped to
+the same configuration as in `tools/benchmark_pretrain.py`) from scratch, each with every seed
+in `--seeds`; a seed fixes the initial weights, the sampling and the stream of batches from our
+input pipeline over the embedded sample corpus (masks and text order; T, B, P as the
+benchmark), and both implementations train on the same stream for the same seed, with the
+experiment's AdamW schedule. Both report the generator's MLM loss, the RTD loss, the MWS
+loss and their weighted sum per step. The implementations agree "within noise" when the gap
+between them, for the same seed, is no larger than the gap between two seeds of one
+implementation: the tool prints and writes (`<output_dir>/loss_curves.md` and `.json`) the
+windowed means per run, and per loss term the mean absolute gap ours-vs-official (same seed)
+beside the seed-vs-seed gap of each implementation, over the second half of training.
+"""
+
+import itertools
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+import loss_curves_report as report_lib
+import pretrain_benchmark_report
+import pretrain_benchmark_variants as variants
+
+_SIZE = flags.DEFINE_enum('size', 'tiny', list(variants.SIZES), 'tiny (demo) or small.')
+_STEPS = flags.DEFINE_integer('steps', 300, 'Training steps per run.')
+_SEEDS = flags.DEFINE_list('seeds', ['0', '1'], 'Initialisation/sampling seeds (>= 2).')
+_WINDOW = flags.DEFINE_integer('window', 25, 'Steps per averaged point of a curve.')
+_SETTING = flags.DEFINE_enum('setting', 'fp32', ['fp32', 'bf16'], 'Precision of both.')
+_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
+_BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Batch size B.')
+_MAX_PREDICTIONS = flags.DEFINE_integer('max_predictions', 20, 'Prediction slots P.')
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', 'benchmarks', 'Where the results files go.')
+
+OUTPUT_NAME = 'loss_curves'
+
+
+def batches(steps, seq_length, batch_size, predictions, seed):
+  """`steps` batches (dicts of NumPy arrays) from our pipeline on the sample corpus."""
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+  params = variants.experiment_params('bert', 'tiny', seq_length, batch_size, predictions, 0)
+  params.task.train_data.seed = seed  # Masks and order of the texts.
+  dataset = task_factory.get_task(params.task).build_inputs(params.task.train_data)
+  return [{key: batch[key].numpy() for key in variants.BATCH_KEYS}
+          for batch in itertools.islice(dataset, steps)]
+
+
+def train(implementation, seed, data, batch_file):
+  """Per-step loss terms of one run: {term: [value per step]}."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  built = variants.build_tf_step(dict(
+      implementation=implementation, objective='teams', size=_SIZE.value,
+      setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
+      predictions=_MAX_PREDICTIONS.value, vocab_size=0, batch_file=batch_file, seed=seed))
+  metrics = {metric.name: metric for metric in built['metrics']}
+  curves = {term: [] for term in report_lib.TERMS}
+  label = f'{implementation} seed {seed}'
+  start = time.perf_counter()
+  for i, arrays in enumerate(data):
+    for metric in metrics.values():
+      metric.reset_state()
+    total = built['step']({key: tf.constant(value) for key, value in arrays.items()})
+    for term, names in report_lib.TERMS.items():
+      curves[term].append(float(metrics[names[implementation]].result() if names else total))
+    if (i + 1) % _WINDOW.value == 0 or i + 1 == len(data):
+      rate = (i + 1) / (time.perf_counter() - start)
+      variants.progress(f'{label}: step {i + 1}/{len(data)}, total loss '
+                        f'{statistics.mean(curves["total"][-_WINDOW.value:]):.4f}, '
+                        f'{rate:.1f} steps/s, ETA {(len(data) - i - 1) / rate:.0f} s')
+  return curves
+
+
+def main(argv):
+  del argv
+  seeds = [int(seed) for seed in _SEEDS.value]
+  if len(seeds) < 2:
+    raise app.UsageError('--seeds needs at least two seeds to measure seed-to-seed noise.')
+  runs = {}
+  with tempfile.TemporaryDirectory() as directory:
+    batch_file = os.path.join(directory, 'batch.npz')
+    variants.write_batch(batch_file, _SEQ_LENGTH.value, _BATCH_SIZE.value,
+                         _MAX_PREDICTIONS.value)
+    for seed in seeds:
+      data = batches(_STEPS.value, _SEQ_LENGTH.value, _BATCH_SIZE.value,
+                     _MAX_PREDICTIONS.value, seed)
+      for implementation in report_lib.IMPLEMENTATIONS:
+        runs[(implementation, seed)] = train(implementation, seed, data, batch_file)
+  report = dict(
+      command=shlex.join(['python'] + sys.argv), size=_SIZE.value, setting=_SETTING.value,
+      steps=_STEPS.value, seeds=seeds, window=_WINDOW.value, seq_length=_SEQ_LENGTH.value,
+      batch_size=_BATCH_SIZE.value, max_predictions=_MAX_PREDICTIONS.value,
+      gaps=report_lib.gaps(runs, seeds, _WINDOW.value),
+      curves={f'{implementation} seed {seed}': curves
+              for (implementation, seed), curves in runs.items()})
+  pretrain_benchmark_report.write_results(_OUTPUT_DIR.value, OUTPUT_NAME,
+                                          report_lib.markdown(report), report)
+
+
+if __name__ == '__main__':
+  app.run(main)
