@@ -81,10 +81,11 @@ LEVERS = (
     ('The same projection in the BertEncoderV2 of BERT, SCRIPT and TACO',
      '`shared_encoders.use_rank3_embedding_projection` swaps the layer before it is built '
      '(same checkpoint names; restores into Model Garden\'s BertEncoderV2)',
-     '`python tools/profile_step.py --objective=script --size=small --setting=bf16`',
-     "before: the projection's gradient was 1,296 of 8,088 kernel-ms per SCRIPT step (16%, both "
-     'passes), step 4.08 s profiled; after: see the SCRIPT and BERT rows (the previous results '
-     'file had SCRIPT small bf16 at 5.31 s, BERT at 2.48 s, slower than ELECTRA\'s 2.13 s)'),
+     '`python tools/profile_step.py --objective=script --size=small --setting=bf16`, then this '
+     'file (same machine, same day)',
+     "before: the projection's gradient was 1,296 of 8,088 kernel-ms of a SCRIPT-small bf16 "
+     'step (16%, both passes), 4.08 s per profiled step; after: 3.12 s (SCRIPT/ELECTRA 0.41 '
+     '-> 0.54); BERT small bf16 1.33 s, now below ELECTRA\'s 1.68 s as its FLOPs say'),
     ('Candidate sets without a [B, P, V] copy',
      'top-(K+1) of the perturbed scores, the original (if among them) sorted behind the '
      'others, instead of writing -inf at the original into a copy of the logits (exact: '
@@ -101,10 +102,19 @@ LEVERS = (
      'masked row', 'by construction (FLOP formula)', 'no [B, T, V] logits except SCRIPT\'s critic'),
     ('bfloat16 mixed precision, float32 losses and samplers',
      'mixed_bfloat16 for the paper sizes (AVX-512 BF16 here; TPUs)',
-     'this file, fp32 vs bf16 columns', 'TEAMS small ~1.4x examples/s over float32'),
+     'this file, fp32 vs bf16 columns', 'TEAMS small 1.25x examples/s over float32 here'),
     ('XLA (jit_compile) of the whole step', 'tf.function(jit_compile=True)',
-     'this file, _xla columns', 'slower on this CPU for every objective (XLA\'s CPU matmuls '
-     'trail oneDNN\'s); not the default on CPUs; TPU jobs compile anyway'),
+     'this file, _xla columns; bf16 4096^3 matmul with and without jit_compile',
+     'slower for every objective: XLA\'s default (thunk) CPU runtime multiplies bf16 at 335 '
+     'GFLOP/s where oneDNN reaches 1,701 (AMX). XLA_FLAGS=--xla_cpu_use_thunk_runtime=false '
+     'gives 1,692 GFLOP/s on the lone matmul, but the whole ELECTRA/TEAMS step then crashes '
+     '(segfault, TF 2.20); not the default on CPUs; TPU jobs compile anyway'),
+    ('What is left: dropout and GELU inside Model Garden\'s TransformerEncoderBlock',
+     'none yet', '`python tools/profile_step.py --objective=electra --size=small '
+     '--setting=bf16 --scope_depth=5`',
+     'dropout (RandomUniform, GreaterEqual, SelectV2, casts: ~500 of 2,780 kernel-ms) and the '
+     'tanh GELU (~250) outweigh the matmuls\' time share on this AMX CPU; PyTorch fuses both, '
+     'which is where Hugging Face ELECTRA\'s bf16 lead comes from'),
     ('XLA-fused log-sum-exp for the SCRIPT critic', 'jit_compile on the [B·T, V] log-sum-exp and '
      'its gradient only', 'microbenchmark at [4096, 30522] bf16, median of 5',
      '0.311 s -> 0.238 s per forward+backward (~2% of a SCRIPT step); not adopted: a compiled '
