@@ -16,12 +16,9 @@ windowed means per run, and per loss term the mean absolute gap ours-vs-official
 beside the seed-vs-seed gap of each implementation, over the second half of training.
 """
 
-import itertools
-import os
 import shlex
 import statistics
 import sys
-import tempfile
 import time
 
 from absl import app
@@ -44,24 +41,13 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'benchmarks', 'Where the results
 OUTPUT_NAME = 'loss_curves'
 
 
-def batches(steps, seq_length, batch_size, predictions, seed):
-  """`steps` batches (dicts of NumPy arrays) from our pipeline on the sample corpus."""
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
-  params = variants.experiment_params('bert', 'tiny', seq_length, batch_size, predictions, 0)
-  params.task.train_data.seed = seed  # Masks and order of the texts.
-  dataset = task_factory.get_task(params.task).build_inputs(params.task.train_data)
-  return [{key: batch[key].numpy() for key in variants.BATCH_KEYS}
-          for batch in itertools.islice(dataset, steps)]
-
-
-def train(implementation, seed, data, batch_file):
+def train(implementation, seed, data):
   """Per-step loss terms of one run: {term: [value per step]}."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   built = variants.build_tf_step(dict(
       implementation=implementation, objective='teams', size=_SIZE.value,
       setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
-      predictions=_MAX_PREDICTIONS.value, vocab_size=0, batch_file=batch_file, seed=seed))
+      predictions=_MAX_PREDICTIONS.value, vocab_size=0, seed=seed))
   metrics = {metric.name: metric for metric in built['metrics']}
   curves = {term: [] for term in report_lib.TERMS}
   label = f'{implementation} seed {seed}'
@@ -86,15 +72,11 @@ def main(argv):
   if len(seeds) < 2:
     raise app.UsageError('--seeds needs at least two seeds to measure seed-to-seed noise.')
   runs = {}
-  with tempfile.TemporaryDirectory() as directory:
-    batch_file = os.path.join(directory, 'batch.npz')
-    variants.write_batch(batch_file, _SEQ_LENGTH.value, _BATCH_SIZE.value,
-                         _MAX_PREDICTIONS.value)
-    for seed in seeds:
-      data = batches(_STEPS.value, _SEQ_LENGTH.value, _BATCH_SIZE.value,
-                     _MAX_PREDICTIONS.value, seed)
-      for implementation in report_lib.IMPLEMENTATIONS:
-        runs[(implementation, seed)] = train(implementation, seed, data, batch_file)
+  for seed in seeds:
+    data = variants.sample_batches(_STEPS.value, _SEQ_LENGTH.value, _BATCH_SIZE.value,
+                                   _MAX_PREDICTIONS.value, seed)
+    for implementation in report_lib.IMPLEMENTATIONS:
+      runs[(implementation, seed)] = train(implementation, seed, data)
   report = dict(
       command=shlex.join(['python'] + sys.argv), size=_SIZE.value, setting=_SETTING.value,
       steps=_STEPS.value, seeds=seeds, window=_WINDOW.value, seq_length=_SEQ_LENGTH.value,

@@ -96,7 +96,8 @@ LEVERS = (
      'draw over [B·P, V] that the paper\'s separate sampling requires'),
     ('Candidate masks never one-hot',
      'the original is excluded by index, not by a [B, P, V] one-hot mask (Model Garden TEAMS '
-     'builds K of them)', 'previous session, git stash A/B', 'part of the 1.32x float32 ratio'),
+     'builds K of them)', 'previous session, git stash A/B',
+     'part of that session\'s 1.32x float32 ratio over Model Garden'),
     ('MLM and MWS heads only at masked positions',
      'MaskedLM gathers the P masked rows before its transform; MWS scores K + 1 candidates per '
      'masked row', 'by construction (FLOP formula)', 'no [B, T, V] logits except SCRIPT\'s critic'),
@@ -241,6 +242,7 @@ def _script_bound(results, size):
     return None
   script, electra = best['script'], best['electra']
   flop_ratio = electra['flops_per_step'] / script['flops_per_step']
+  rate_ratio = script['gflops_per_second'] / electra['gflops_per_second']
   target = dict((name, threshold) for name, _, _, threshold in TARGETS)['script_over_electra']
   return (f'SCRIPT vs ELECTRA, {size}: SCRIPT multiplies {script["flops_per_step"] / 1e9:.0f} '
           f'GFLOP per step, ELECTRA {electra["flops_per_step"] / 1e9:.0f} (two full passes of '
@@ -248,7 +250,7 @@ def _script_bound(results, size):
           f'and a 1/4-width generator), so at equal FLOP efficiency SCRIPT runs {flop_ratio:.2f}x '
           f'ELECTRA\'s steps/s; {target:.2f}x needs SCRIPT at {target / flop_ratio:.2f}x '
           f'ELECTRA\'s GFLOP/s (measured here: {script["gflops_per_second"]:.0f} vs '
-          f'{electra["gflops_per_second"]:.0f}, {script["gflops_per_second"] / electra["gflops_per_second"]:.2f}x). '
+          f'{electra["gflops_per_second"]:.0f}, {rate_ratio:.2f}x). '
           'The paper\'s 22.7 vs 31.3 steps/s is a TPU v3 at 15-18% MXU utilisation, where '
           'per-step overheads, not FLOPs, set the pace.')
 

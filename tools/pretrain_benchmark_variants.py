@@ -11,6 +11,7 @@ peak RSS is its own; TensorFlow, Model Garden and this project are imported insi
 that need them, so that the PyTorch process imports none of them.
 """
 
+import itertools
 import json
 import resource
 import statistics
@@ -276,16 +277,27 @@ def _rss_mib():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_batch(path, seq_length, batch_size, predictions):
-  """The fixed batch every variant trains on: our pipeline on the sample corpus; its statistics."""
+def sample_batches(count, seq_length, batch_size, predictions, seed=None):
+  """`count` batches (dicts of NumPy arrays, `BATCH_KEYS`) of our pipeline on the sample corpus.
+
+  `seed` fixes the masks and the order of the texts (None: the experiment's).
+  """
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
   params = experiment_params('bert', 'tiny', seq_length, batch_size, predictions, 0)
-  task = task_factory.get_task(params.task)
-  batch = next(iter(task.build_inputs(params.task.train_data)))
-  arrays = {key: batch[key].numpy() for key in BATCH_KEYS}
+  if seed is not None:
+    params.task.train_data.seed = seed
+  dataset = task_factory.get_task(params.task).build_inputs(params.task.train_data)
+  return [{key: batch[key].numpy() for key in BATCH_KEYS}
+          for batch in itertools.islice(dataset, count)]
+
+
+def write_batch(path, seq_length, batch_size, predictions):
+  """The fixed batch every variant trains on: our pipeline on the sample corpus; its statistics."""
+  arrays = sample_batches(1, seq_length, batch_size, predictions)[0]
   np.savez(path, **arrays)
-  return dict(input=params.task.train_data.input_path,
+  return dict(input=experiment_params('bert', 'tiny', seq_length, batch_size, predictions,
+                                      0).task.train_data.input_path,
               real_token_fraction=float(arrays['input_mask'].mean()),
               masked_per_sequence=float(arrays['masked_lm_weights'].sum(1).mean()))
 
@@ -300,7 +312,7 @@ def build_tf_step(spec):
 
   Returns:
     Dict with `step` (a `tf.function` of the batch returning the total loss), `batch` (dict of
-    tensors), `model`, `task`, `optimizer` and `metrics` (what `step` uses), `flops` and
+    tensors from `spec['batch_file']`; None without one), `model`, `task`, `optimizer` and `metrics` (what `step` uses), `flops` and
     `flop_terms` (`pretrain_flops.step_flops`) and `baseline_rss_mib` (after the imports, before
     anything is built). `spec['seed']` (default 0) seeds the initial weights.
   """
@@ -337,7 +349,9 @@ def build_tf_step(spec):
   model = task.build_model()
   optimizer = train_utils.create_optimizer(task, params)
   metrics = task.build_metrics(training=True)
-  batch = {key: tf.constant(value) for key, value in _load_batch(spec['batch_file']).items()}
+  batch = None
+  if spec.get('batch_file'):
+    batch = {key: tf.constant(value) for key, value in _load_batch(spec['batch_file']).items()}
 
   @tf.function(jit_compile=jit_compile)
   def step(inputs):

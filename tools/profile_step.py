@@ -42,6 +42,7 @@ _TOP = flags.DEFINE_integer('top', 20, 'Rows per table.')
 _SCOPE_DEPTH = flags.DEFINE_integer('scope_depth', 2, 'Name components per scope group.')
 _LOGDIR = flags.DEFINE_string('logdir', None, 'Profile directory (default: a new temp dir).')
 
+
 def main(argv):
   del argv
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
