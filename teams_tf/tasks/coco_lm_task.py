@@ -34,7 +34,7 @@ class CocoLmPretrainTask(pretrain_base.PretrainTask):
     super().__init__(params, logging_dir=logging_dir, name=name)
     coco_lm_pretrainer.validate_config(params.model)
 
-  def build_model(self):
+  def build_pretrainer(self):
     return coco_lm_pretrainer.build_coco_lm_pretrainer(self.task_config.model)
 
   def loss_weights(self):

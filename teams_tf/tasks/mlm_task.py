@@ -29,7 +29,7 @@ def _mlm_loss(labels, outputs):
 class MlmPretrainTask(pretrain_base.PretrainTask):
   """One encoder, masked language modelling only: L = L_MLM (Eq. 1); no next-sentence task."""
 
-  def build_model(self):
+  def build_pretrainer(self):
     return mlm_pretrainer.build_mlm_pretrainer(self.task_config.model)
 
   def loss_weights(self):

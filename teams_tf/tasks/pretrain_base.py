@@ -17,6 +17,7 @@ from official.core import config_definitions as cfg
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+from teams_tf.layers import fused_elementwise
 from teams_tf.tasks import init_checkpoint
 from teams_tf.training import non_finite
 
@@ -32,6 +33,11 @@ class PretrainTaskConfig(cfg.TaskConfig):
   # a run starts without a checkpoint of its own: 'encoder', 'encoder,generator' or 'all'
   # (`tasks/init_checkpoint.py`).
   init_checkpoint_modules: str = 'encoder'
+  # Run dropout, layer normalization and the tanh GELU of the model as one XLA kernel per pass
+  # (`layers/fused_elementwise.py`): the same math, fewer memory passes (ELECTRA-small bf16 on CPU:
+  # `benchmarks/pretrain_throughput.md`). Affects training and validation only; models built for
+  # serving or scoring keep plain TensorFlow ops.
+  fuse_elementwise_ops: bool = True
 
 
 class PretrainTask(base_task.Task):
@@ -71,6 +77,19 @@ class PretrainTask(base_task.Task):
             f'{data.vocab_file!r} has {vocab.size} tokens; set '
             f'--params_override=task.model.encoder.vocab_size={vocab.size} (or use the '
             'vocabulary the model was built for).')
+
+  def build_pretrainer(self):
+    """The objective's Keras pretrainer, built from `task_config.model`."""
+    raise NotImplementedError
+
+  def build_model(self):
+    """`build_pretrainer()`, its elementwise layers fused when `fuse_elementwise_ops`."""
+    model = self.build_pretrainer()
+    if self.task_config.fuse_elementwise_ops:
+      counts = fused_elementwise.fuse(model)
+      logging.info('Fused into one XLA kernel per pass: %s (task.fuse_elementwise_ops).',
+                   ', '.join(f'{count} {kind}' for kind, count in counts.items()))
+    return model
 
   def initialize(self, model):
     """Restores `init_checkpoint_modules` from `init_checkpoint` (called for a fresh run only).

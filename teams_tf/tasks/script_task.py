@@ -32,7 +32,7 @@ class ScriptPretrainTask(pretrain_base.PretrainTask):
     super().__init__(params, logging_dir=logging_dir, name=name)
     script_pretrainer.validate_config(params.model)
 
-  def build_model(self):
+  def build_pretrainer(self):
     return script_pretrainer.build_script_pretrainer(self.task_config.model)
 
   def loss_weights(self):

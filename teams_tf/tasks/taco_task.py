@@ -31,7 +31,7 @@ class TacoPretrainTask(pretrain_base.PretrainTask):
     super().__init__(params, logging_dir=logging_dir, name=name)
     taco_pretrainer.validate_config(params.model)
 
-  def build_model(self):
+  def build_pretrainer(self):
     return taco_pretrainer.build_taco_pretrainer(self.task_config.model)
 
   def loss_weights(self):

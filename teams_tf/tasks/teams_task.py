@@ -55,7 +55,7 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
     super().__init__(params, logging_dir=logging_dir, name=name)
     teams_pretrainer.resolve_layout(params.model)
 
-  def build_model(self):
+  def build_pretrainer(self):
     return teams_pretrainer.build_teams_pretrainer(self.task_config.model)
 
   def loss_weights(self):

@@ -1,0 +1,143 @@
+"""The fused dropout, layer norm and GELU compute what the tf_keras / Model Garden layers compute."""
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import task_factory
+from official.modeling import activations
+
+from teams_tf.layers import fused_elementwise
+from teams_tf.layers import replica_random
+from tests import testing_utils
+
+
+def _value_and_gradients(function, inputs, upstream):
+  """function(*inputs) and the gradients of sum(function(*inputs) * upstream) w.r.t. inputs."""
+  inputs = [tf.constant(value) for value in inputs]
+  with tf.GradientTape() as tape:
+    tape.watch(inputs)
+    outputs = function(*inputs)
+    loss = tf.reduce_sum(tf.cast(outputs, tf.float32) * upstream)
+  return outputs, tape.gradient(loss, inputs)
+
+
+class GeluTest(tf.test.TestCase):
+
+  def test_value_and_gradient_match_model_gardens_gelu(self):
+    rng = np.random.default_rng(0)
+    x = (3 * rng.normal(size=(4, 5, 64))).astype(np.float32)
+    upstream = rng.normal(size=x.shape).astype(np.float32)
+    fused, (fused_grad,) = _value_and_gradients(fused_elementwise.gelu, [x], upstream)
+    plain, (plain_grad,) = _value_and_gradients(activations.gelu, [x], upstream)
+    self.assertAllClose(plain, fused, atol=1e-6, rtol=1e-6)
+    self.assertAllClose(plain_grad, fused_grad, atol=1e-5, rtol=1e-5)
+
+  def test_keeps_bfloat16(self):
+    x = tf.constant(np.linspace(-4, 4, 33), tf.bfloat16)
+    y = fused_elementwise.gelu(x)
+    self.assertEqual(tf.bfloat16, y.dtype)
+    self.assertAllClose(activations.gelu(tf.cast(x, tf.float32)), tf.cast(y, tf.float32),
+                        atol=2e-2, rtol=1e-2)
+
+
+class LayerNormTest(tf.test.TestCase):
+
+  def test_value_and_gradients_match_tf_keras(self):
+    rng = np.random.default_rng(1)
+    x = (2 + 3 * rng.normal(size=(3, 7, 16))).astype(np.float32)
+    gamma = rng.normal(size=16).astype(np.float32)
+    beta = rng.normal(size=16).astype(np.float32)
+    upstream = rng.normal(size=x.shape).astype(np.float32)
+    # Model Garden's epsilon, which keeps tf_keras on its unfused `tf.nn.moments` path.
+    epsilon = 1e-12
+    plain_layer = tf_keras.layers.LayerNormalization(epsilon=epsilon)
+    plain_layer.build(x.shape)
+    plain_layer.set_weights([gamma, beta])
+    fused_value, fused_grads = _value_and_gradients(
+        lambda *args: fused_elementwise.layer_norm(*args, epsilon), [x, gamma, beta], upstream)
+    inputs = tf.constant(x)
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      plain_value = plain_layer(inputs)
+      loss = tf.reduce_sum(plain_value * upstream)
+    plain_grads = tape.gradient(loss, [inputs, plain_layer.gamma, plain_layer.beta])
+    self.assertAllClose(plain_value, fused_value, atol=1e-5, rtol=1e-5)
+    for name, plain_grad, fused_grad in zip(('x', 'gamma', 'beta'), plain_grads, fused_grads):
+      self.assertAllClose(plain_grad, fused_grad, atol=1e-4, rtol=1e-4, msg=name)
+
+  def test_bfloat16_input_normalizes_in_float32(self):
+    x = tf.constant([[96.0, 97.0, 98.0, 99.0]], tf.bfloat16)  # Exact in bfloat16.
+    y = fused_elementwise.layer_norm(x, tf.ones([4]), tf.zeros([4]), 1e-12)
+    self.assertEqual(tf.bfloat16, y.dtype)
+    expected = (np.arange(4) - 1.5) / np.sqrt(1.25)
+    self.assertAllClose(expected, tf.cast(y, tf.float32)[0], atol=1e-2)
+
+
+class DropoutTest(tf.test.TestCase):
+
+  def test_keep_rate_scaling_and_gradient_mask(self):
+    rate = 0.1
+    x = tf.constant(np.random.default_rng(2).uniform(1, 2, size=(16, 4, 32, 32)), tf.float32)
+    layer = fused_elementwise.Dropout(rate)
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x, training=True)
+    gradient = tape.gradient(y, x)
+    kept = y.numpy() != 0
+    n = kept.size
+    # Binomial: 5 standard deviations of the dropped share.
+    self.assertAllClose(rate, 1 - kept.mean(), atol=5 * np.sqrt(rate * (1 - rate) / n))
+    self.assertAllClose(x.numpy()[kept] / (1 - rate), y.numpy()[kept], rtol=1e-6)
+    # The backward pass redraws exactly the forward pass's mask.
+    self.assertAllEqual(kept, gradient.numpy() != 0)
+    self.assertAllClose(np.full(kept.sum(), 1 / (1 - rate)), gradient.numpy()[kept])
+    # No structure across rows: the drop rate is the same in every row and column block.
+    self.assertLess(np.abs((1 - kept).mean(axis=(0, 1, 2)) - rate).max(), 0.05)
+    again = layer(x, training=True).numpy() != 0
+    self.assertGreater((again != kept).mean(), 0.1)
+
+  def test_identity_outside_training_and_at_rate_zero(self):
+    x = tf.random.normal([4, 8])
+    self.assertAllEqual(x, fused_elementwise.Dropout(0.5)(x, training=False))
+    self.assertAllEqual(x, fused_elementwise.Dropout(0.0)(x, training=True))
+
+
+class FuseTest(tf.test.TestCase):
+
+  def test_switches_every_dropout_layer_norm_and_gelu_of_a_pretrainer(self):
+    params = testing_utils.two_layer_demo_experiment('electra')
+    params.task.fuse_elementwise_ops = False
+    task = task_factory.get_task(params.task)
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(params.task.train_data)))
+    # The generator's samples come from a seed stream that advances per call: rewind it.
+    seeds = [layer.state for layer in model.submodules
+             if isinstance(layer, replica_random.SeedStream)]
+    seed_states = [seed.numpy() for seed in seeds]
+    before = model(batch, training=False)
+    names = sorted(variable.name for variable in model.variables)
+    counts = fused_elementwise.fuse(model)
+    remaining = [layer.name for layer in model.submodules
+                 if type(layer) in (tf_keras.layers.Dropout, tf_keras.layers.LayerNormalization)
+                 or getattr(layer, 'activation', None) is activations.gelu]
+    self.assertEqual([], remaining)
+    # Three transformer blocks (two discriminator layers, one generator layer): four dropouts
+    # (attention probabilities, attention output, feed-forward (rate 0), output), two layer norms
+    # and a GELU each; the shared embeddings' dropout and layer norm; the generator's MaskedLM
+    # head (its GELU and its dense layer's, its layer norm); the RTD head's dense GELU.
+    self.assertEqual(dict(dropout=13, layer_norm=8, gelu=6), counts)
+    self.assertEqual(names, sorted(variable.name for variable in model.variables))
+    for seed, state in zip(seeds, seed_states):
+      seed.assign(state)
+    after = model(batch, training=False)
+    for key in ('mlm_logits', 'rtd_logits'):
+      self.assertAllClose(before[key], after[key], atol=1e-4, rtol=1e-4, msg=key)
+    # Built by the task with the default config, the model is fused already.
+    params.task.fuse_elementwise_ops = True
+    self.assertEqual(dict(dropout=0, layer_norm=0, gelu=0),
+                     fused_elementwise.fuse(task_factory.get_task(params.task).build_model()))
+
+
+if __name__ == '__main__':
+  tf.test.main()
