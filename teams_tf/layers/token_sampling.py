@@ -6,6 +6,8 @@ sampled token at each masked position, and, beside it, the original sequence x r
 masked positions' labels.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import tensorflow as tf
 
@@ -21,6 +23,102 @@ def gumbel_noise(shape, seed):
   # u > 0 keeps log(u) finite; u < 1, so -log(u) > 0.
   u = tf.maximum(replica_random.uniform(shape, seed), np.finfo(np.float32).tiny)
   return -tf.math.log(-tf.math.log(u))
+
+
+class BlockedLogits(NamedTuple):
+  """Logits cut into blocks of the vocabulary, with each block's log-sum-exp.
+
+  blocks: [..., N, C] float32, the vocabulary in N = ceil(V / C) blocks of C, the last padded
+    with -inf (probability 0).
+  log_sum_exp: [..., N] float32, log Σ exp over each block.
+  """
+  blocks: tf.Tensor
+  log_sum_exp: tf.Tensor
+
+
+def block_logits(logits, block_size):
+  """Cuts [..., V] logits (static rank and V) into `BlockedLogits` of `block_size` tokens."""
+  logits = tf.cast(logits, tf.float32)
+  vocab_size = logits.shape[-1]
+  num_blocks = -(-vocab_size // block_size)
+  padding = [[0, 0]] * (logits.shape.rank - 1) + [[0, num_blocks * block_size - vocab_size]]
+  blocks = tf.reshape(tf.pad(logits, padding, constant_values=-np.inf),
+                      tf.concat([tf.shape(logits)[:-1], [num_blocks, block_size]], 0))
+  return BlockedLogits(blocks, tf.reduce_logsumexp(blocks, axis=-1))
+
+
+def _token_ids(block_ids, offsets, block_size):
+  return block_ids * block_size + offsets
+
+
+def gumbel_max_sample(blocked, seed):
+  """One id per row from softmax(logits), in two Gumbel-max draws of O(N + C) noise, not O(V).
+
+  The maximum of logit + Gumbel noise over a block is distributed as Gumbel(log-sum-exp of the
+  block), and which token attains it is independent of the value and follows the softmax within
+  the block (Maddison, Tarlow & Minka 2014, §3). So a Gumbel-max over the N block log-sum-exps
+  picks the block with its probability mass, and a second, independent one over that block's C
+  logits picks the token: P(token) = P(block) · P(token | block) = softmax(logits)[token].
+
+  Args:
+    blocked: `BlockedLogits` of [..., V] logits.
+    seed: [2] int stateless seed.
+
+  Returns:
+    [...] int32 token ids.
+  """
+  block_seed, token_seed = tf.unstack(tf.random.experimental.stateless_split(seed, num=2))
+  lse = blocked.log_sum_exp
+  block_ids = tf.argmax(lse + gumbel_noise(tf.shape(lse), block_seed), axis=-1,
+                        output_type=tf.int32)
+  block = tf.gather(blocked.blocks, block_ids, batch_dims=block_ids.shape.rank)  # [..., C]
+  offsets = tf.argmax(block + gumbel_noise(tf.shape(block), token_seed), axis=-1,
+                      output_type=tf.int32)
+  return _token_ids(block_ids, offsets, block.shape[-1])
+
+
+def _log1mexp(x):
+  """log(1 - exp(x)) for x <= 0, accurate on both sides of -log 2 (Mächler 2012)."""
+  return tf.where(x > -np.log(2.0), tf.math.log(-tf.math.expm1(x)),
+                  tf.math.log1p(-tf.exp(x)))
+
+
+def gumbel_top_k(blocked, k, seed):
+  """The k largest of logits + i.i.d. Gumbel noise, drawing noise for O(N + k·C) entries.
+
+  The k largest perturbed logits over the vocabulary are K sequential draws without
+  replacement from softmax(logits) (Kool, van Hoof & Welling 2019). Top-down (Maddison et al.
+  2014; Kool et al. 2019, Appendix B): each block's maximum is drawn first, M_b ~ Gumbel(log-sum-
+  exp_b); only the k blocks with the largest M_b can hold one of the k largest values (every
+  other block lies entirely below the k-th largest maximum); inside those, the perturbed logits
+  are drawn conditioned on their maximum being M_b: G_i = logit_i + Gumbel, Z = max_i G_i,
+  G̃_i = -log(exp(-M_b) - exp(-Z) + exp(-G_i)). The k largest G̃ over the k·C entries are the k
+  largest over all V, with the joint law of the full draw.
+
+  Args:
+    blocked: `BlockedLogits` of [..., V] logits, V >= k.
+    k: Python int number of ids.
+    seed: [2] int stateless seed.
+
+  Returns:
+    [..., k] int32 distinct token ids in decreasing order of their perturbed logits.
+  """
+  maxima_seed, inner_seed = tf.unstack(tf.random.experimental.stateless_split(seed, num=2))
+  lse = blocked.log_sum_exp
+  maxima = lse + gumbel_noise(tf.shape(lse), maxima_seed)
+  top_maxima, block_ids = tf.math.top_k(maxima, k=min(k, lse.shape[-1]))  # [..., k']
+  blocks = tf.gather(blocked.blocks, block_ids, batch_dims=block_ids.shape.rank - 1)
+  perturbed = blocks + gumbel_noise(tf.shape(blocks), inner_seed)  # [..., k', C]
+  block_max = tf.reduce_max(perturbed, axis=-1, keepdims=True)
+  # G̃ = M - softplus(v) with v = M - G + log(1 - exp(G - Z)): stable, -inf for padding, and
+  # exactly M where G = Z.
+  v = top_maxima[..., None] - perturbed + _log1mexp(perturbed - block_max)
+  conditioned = top_maxima[..., None] - tf.nn.relu(v) - tf.math.log1p(tf.exp(-tf.abs(v)))
+  block_size = blocks.shape[-1]
+  flat_shape = tf.concat([tf.shape(blocks)[:-2], [-1]], 0)
+  top = tf.math.top_k(tf.reshape(conditioned, flat_shape), k=k).indices  # [..., k]
+  block_of_top = tf.gather(block_ids, top // block_size, batch_dims=top.shape.rank - 1)
+  return _token_ids(block_of_top, top % block_size, block_size)
 
 
 def _scatter_masked(values, positions, weights, shape):

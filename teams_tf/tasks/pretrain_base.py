@@ -40,6 +40,20 @@ class PretrainTaskConfig(cfg.TaskConfig):
   fuse_elementwise_ops: bool = True
 
 
+def _create_layers(model, data):
+  """Creates every layer of `model` by tracing one training call on `data`'s shapes.
+
+  Model Garden's transformer blocks and heads create their sublayers when first called; tracing
+  (nothing runs, no seed stream advances) makes them exist before `fused_elementwise.fuse`.
+  """
+  words = tf.TensorSpec([1, data.seq_length], tf.int32)
+  predictions = tf.TensorSpec([1, data.max_predictions_per_seq], tf.int32)
+  features = dict(input_word_ids=words, input_mask=words, input_type_ids=words,
+                  masked_lm_positions=predictions, masked_lm_ids=predictions,
+                  masked_lm_weights=tf.TensorSpec(predictions.shape, tf.float32))
+  tf.function(lambda inputs: model(inputs, training=True)).get_concrete_function(features)
+
+
 class PretrainTask(base_task.Task):
   """Base for pretraining tasks whose model config has an `encoder` (BertEncoderConfig)."""
 
@@ -86,6 +100,7 @@ class PretrainTask(base_task.Task):
     """`build_pretrainer()`, its elementwise layers fused when `fuse_elementwise_ops`."""
     model = self.build_pretrainer()
     if self.task_config.fuse_elementwise_ops:
+      _create_layers(model, self.task_config.train_data)
       counts = fused_elementwise.fuse(model)
       logging.info('Fused into one XLA kernel per pass: %s (task.fuse_elementwise_ops).',
                    ', '.join(f'{count} {kind}' for kind, count in counts.items()))

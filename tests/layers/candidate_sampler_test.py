@@ -13,9 +13,11 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     out = sampler(logits, original_ids, seed=tf.constant([seed, 7]))
     return out['replaced_ids'].numpy(), out['negative_ids'].numpy()
 
-  @parameterized.named_parameters(('sampled', 'sampled'), ('hardest', 'hardest'))
-  def test_k_distinct_non_original_ids(self, strategy):
-    sampler = candidate_sampler.CandidateSampler(num_negatives=5, strategy=strategy)
+  @parameterized.named_parameters(('sampled', 'sampled', 128), ('hardest', 'hardest', 128),
+                                  ('sampled_blocks_of_4', 'sampled', 4))
+  def test_k_distinct_non_original_ids(self, strategy, block_size):
+    sampler = candidate_sampler.CandidateSampler(num_negatives=5, strategy=strategy,
+                                                 block_size=block_size)
     logits = tf.random.normal([4, 6, 30], seed=1) * 3
     original = tf.random.uniform([4, 6], 0, 30, tf.int32, seed=2)
     for seed in range(20):
@@ -46,8 +48,9 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     expected = np.sort(np.argsort(-masked, -1)[..., :4], -1)
     self.assertAllEqual(expected, np.sort(negatives, -1))
 
-  def test_replacement_frequencies_follow_generator_distribution(self):
-    sampler = candidate_sampler.CandidateSampler(num_negatives=1)
+  @parameterized.named_parameters(('one_block', 128), ('blocks_of_2', 2))
+  def test_replacement_frequencies_follow_generator_distribution(self, block_size):
+    sampler = candidate_sampler.CandidateSampler(num_negatives=1, block_size=block_size)
     probs = np.array([0.5, 0.3, 0.15, 0.05])
     logits = tf.constant(np.log(np.tile(probs, (1000, 1)))[None], tf.float32)
     counts = np.zeros(4)
@@ -58,9 +61,10 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     # 10k draws: binomial standard error <= 0.005; allow 4 sigma.
     self.assertAllClose(probs, freq, atol=0.02)
 
-  def test_negatives_sampled_without_replacement_from_renormalised_generator(self):
+  @parameterized.named_parameters(('one_block', 128), ('blocks_of_2', 2))
+  def test_negatives_sampled_without_replacement_from_renormalised_generator(self, block_size):
     # Original = token 0. With K = 1, the negative must follow P_G renormalised over 1..3.
-    sampler = candidate_sampler.CandidateSampler(num_negatives=1)
+    sampler = candidate_sampler.CandidateSampler(num_negatives=1, block_size=block_size)
     probs = np.array([0.4, 0.3, 0.2, 0.1])
     logits = tf.constant(np.log(np.tile(probs, (1000, 1)))[None], tf.float32)
     counts = np.zeros(4)
@@ -70,10 +74,11 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(0, counts[0])
     self.assertAllClose(probs[1:] / probs[1:].sum(), counts[1:] / counts.sum(), atol=0.02)
 
-  def test_second_negative_follows_sequential_sampling(self):
+  @parameterized.named_parameters(('one_block', 128), ('blocks_of_2', 2))
+  def test_second_negative_follows_sequential_sampling(self, block_size):
     # Without replacement, P(second pick = j | first = i) = p_j / (1 - p_i); the marginal
     # inclusion of the rare token 3 in a K = 2 set is what a with-replacement sampler gets wrong.
-    sampler = candidate_sampler.CandidateSampler(num_negatives=2)
+    sampler = candidate_sampler.CandidateSampler(num_negatives=2, block_size=block_size)
     p = np.array([0.0, 0.6, 0.3, 0.1])  # Token 0 is the original.
     logits = tf.constant(np.log(np.tile(np.maximum(p, 1e-30), (2000, 1)))[None], tf.float32)
     included = 0
@@ -84,7 +89,8 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     expected = 0.1 + 0.6 * 0.1 / 0.4 + 0.3 * 0.1 / 0.7
     self.assertAllClose(expected, included / 10000, atol=0.02)
 
-  def test_joint_law_of_replacement_and_candidate_set_is_two_independent_draws(self):
+  @parameterized.named_parameters(('one_block', 128), ('blocks_of_2', 2))
+  def test_joint_law_of_replacement_and_candidate_set_is_two_independent_draws(self, block_size):
     # The paper draws x̂ ~ P_G and, separately, K non-original tokens from P_G without
     # replacement. Over a 5-token vocabulary with K = 2, the 5 x 6 cells (x̂, unordered set)
     # must have probability P_G(x̂) · P(set), P({a, b}) = q_a q_b / (1 - q_a) + q_b q_a / (1 - q_b)
@@ -93,7 +99,7 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
     # noise for the set, fails it by far.
     probs = np.array([0.35, 0.3, 0.2, 0.1, 0.05])  # Token 0 is the original.
     rows = 4000
-    sampler = candidate_sampler.CandidateSampler(num_negatives=2)
+    sampler = candidate_sampler.CandidateSampler(num_negatives=2, block_size=block_size)
     logits = tf.constant(np.log(np.tile(probs, (rows, 1)))[None], tf.float32)
     q = probs[1:] / probs[1:].sum()
     sets = [(a, b) for a in range(1, 5) for b in range(a + 1, 5)]
@@ -152,6 +158,8 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
   def test_invalid_arguments(self):
     with self.assertRaisesRegex(ValueError, 'num_negatives=-1'):
       candidate_sampler.CandidateSampler(num_negatives=-1)
+    with self.assertRaisesRegex(ValueError, 'block_size=0'):
+      candidate_sampler.CandidateSampler(block_size=0)
     with self.assertRaisesRegex(ValueError, "'best'"):
       candidate_sampler.CandidateSampler(strategy='best')
     with self.assertRaisesRegex(ValueError, 'vocabulary of 4'):
@@ -159,7 +167,8 @@ class CandidateSamplerTest(tf.test.TestCase, parameterized.TestCase):
           tf.zeros([1, 1, 4]), tf.zeros([1, 1], tf.int32), seed=tf.constant([1, 2]))
 
   def test_config_round_trip(self):
-    sampler = candidate_sampler.CandidateSampler(num_negatives=7, strategy='hardest')
+    sampler = candidate_sampler.CandidateSampler(num_negatives=7, strategy='hardest',
+                                                 block_size=16)
     clone = candidate_sampler.CandidateSampler.from_config(sampler.get_config())
     self.assertEqual(sampler.get_config(), clone.get_config())
 

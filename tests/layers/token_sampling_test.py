@@ -34,6 +34,57 @@ class GumbelSoftmaxSampleTest(tf.test.TestCase):
     self.assertIsNone(tape.gradient(tf.cast(hard_ids, tf.float32), logits))
 
 
+def _chi_square_below_critical(test, counts, probs):
+  """Asserts a chi-square goodness of fit at the 99.99% level (Wilson-Hilferty quantile)."""
+  expected = probs * counts.sum()
+  chi_square = ((counts - expected)**2 / expected).sum()
+  dof, z = len(counts) - 1, 3.719
+  test.assertLess(chi_square, dof * (1 - 2 / (9 * dof) + z * np.sqrt(2 / (9 * dof)))**3)
+
+
+class BlockedGumbelTest(tf.test.TestCase):
+  """Block-wise Gumbel-max and Gumbel-top-k against the exact laws, computed in NumPy."""
+
+  # 37 tokens in blocks of 8: five blocks, the last padded with three -inf entries.
+  VOCAB, BLOCK, ROWS = 37, 8, 20000
+
+  def _logits(self):
+    return np.random.default_rng(3).normal(size=self.VOCAB).astype(np.float32) * 1.5
+
+  def test_gumbel_max_sample_is_softmax(self):
+    logits = self._logits()
+    probs = np.exp(logits - logits.max())
+    probs /= probs.sum()
+    blocked = token_sampling.block_logits(np.tile(logits, (self.ROWS, 1)), self.BLOCK)
+    self.assertEqual((self.ROWS, 5, self.BLOCK), tuple(blocked.blocks.shape))
+    ids = token_sampling.gumbel_max_sample(blocked, tf.constant([1, 2])).numpy()
+    _chi_square_below_critical(self, np.bincount(ids, minlength=self.VOCAB), probs)
+
+  def test_gumbel_top_k_is_sequential_sampling_without_replacement(self):
+    logits = self._logits()
+    probs = np.exp(logits - logits.max())
+    probs /= probs.sum()
+    blocked = token_sampling.block_logits(np.tile(logits, (self.ROWS, 1)), self.BLOCK)
+    ids = token_sampling.gumbel_top_k(blocked, 3, tf.constant([3, 4])).numpy()
+    self.assertTrue(all(len(set(row)) == 3 for row in ids))
+    self.assertTrue(np.all(ids < self.VOCAB))
+    # First pick ~ p; second pick j: sum over first picks i != j of p_i p_j / (1 - p_i).
+    _chi_square_below_critical(self, np.bincount(ids[:, 0], minlength=self.VOCAB), probs)
+    pair = probs[:, None] * probs[None, :] / (1 - probs[:, None])
+    np.fill_diagonal(pair, 0)
+    _chi_square_below_critical(self, np.bincount(ids[:, 1], minlength=self.VOCAB),
+                               pair.sum(axis=0))
+
+  def test_one_block_draws_like_the_full_vocabulary(self):
+    # A block as large as the vocabulary leaves only the in-block draw: the plain Gumbel-top-k.
+    logits = tf.constant(np.tile(self._logits(), (4, 1)))
+    seed = tf.constant([5, 6])
+    ids = token_sampling.gumbel_top_k(token_sampling.block_logits(logits, 64), 4, seed)
+    _, inner_seed = tf.unstack(tf.random.experimental.stateless_split(seed, num=2))
+    plain = tf.math.top_k(logits + token_sampling.gumbel_noise([4, 64], inner_seed)[:, :37], 4)
+    self.assertAllEqual(plain.indices, ids)
+
+
 class ReplaceMaskedTokensTest(tf.test.TestCase):
 
   def test_original_and_corrupted_sequences(self):
