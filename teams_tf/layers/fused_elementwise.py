@@ -152,12 +152,14 @@ class Dropout(tf_keras.layers.Dropout):
       return super().call(inputs, training=training)
     if not training:
       return inputs
-    seed = tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64, seed=self.seed)
+    # int32: the stateful draw every backend (TPUs included) compiles.
+    seed = tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32, seed=self.seed)
     # Replicas may run the same stateful op from the same state (one XLA program on every TPU
     # core); the replica id keeps their masks apart.
     context = tf.distribute.get_replica_context()
     replica = tf.cast(context.replica_id_in_sync_group if context else 0, tf.int64)
-    return dropout(inputs, self.rate, seed + tf.stack([tf.zeros_like(replica), replica]))
+    seed = tf.cast(seed, tf.int64) + tf.stack([tf.zeros_like(replica), replica])
+    return dropout(inputs, self.rate, seed)
 
 
 class LayerNormalization(tf_keras.layers.LayerNormalization):
