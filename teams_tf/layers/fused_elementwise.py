@@ -37,9 +37,9 @@ _GELU_CUBIC = 0.044715
 
 @tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_forward(x):
+  dtype = x.dtype
   x = tf.cast(x, tf.float32)
-  y = 0.5 * x * (1.0 + tf.tanh(_GELU_SCALE * (x + _GELU_CUBIC * x * x * x)))
-  return y
+  return tf.cast(0.5 * x * (1.0 + tf.tanh(_GELU_SCALE * (x + _GELU_CUBIC * x * x * x))), dtype)
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
@@ -59,7 +59,7 @@ def gelu(x):
   """GELU, tanh approximation, as `official.modeling.activations.gelu`; any shape and float dtype."""
   def grad(dy):
     return _gelu_backward(x, dy)
-  return tf.cast(_gelu_forward(x), x.dtype), grad
+  return _gelu_forward(x), grad
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
