@@ -22,6 +22,7 @@ from teams_tf.configs import models as model_configs
 from teams_tf.data import cropping
 from teams_tf.layers import candidate_sampler
 from teams_tf.layers import clm_head as clm_head_lib
+from teams_tf.layers import mlm_head
 from teams_tf.layers import replica_random
 from teams_tf.layers import token_sampling
 from teams_tf.networks import shared_encoders
@@ -105,7 +106,7 @@ class CocoLmPretrainer(tf_keras.Model):
     self._vocab_size = embedding_table.shape[0]
     self.masked_lm = None
     if generator_network is not None:
-      self.masked_lm = layers.MaskedLM(
+      self.masked_lm = mlm_head.MaskedLM(
           embedding_table=embedding_table,
           activation=tf_utils.get_activation(mlm_activation),
           initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),

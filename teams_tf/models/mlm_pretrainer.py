@@ -3,7 +3,8 @@
 There is no next-sentence prediction and no second network. The model is Model Garden's own
 `BertPretrainerV2` over Model Garden's `BertEncoderV2`, with the MLM head that Model Garden's
 `MaskedLMTask` builds (BERT's transform: dense + activation + LayerNorm, then a dot product with
-the tied input embedding table plus an output bias):
+the tied input embedding table plus an output bias; `mlm_head.MaskedLM`, whose logits are float32
+so that the bias gradient sums in float32 under mixed_bfloat16):
 
   x^M --BertEncoderV2 (L layers)--> h [B, T, H] --MaskedLM at masked_lm_positions--> [B, P, V]
 
@@ -17,10 +18,10 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.configs import encoders
-from official.nlp.modeling import layers
 from official.nlp.modeling import models
 
 from teams_tf.configs import models as model_configs
+from teams_tf.layers import mlm_head
 from teams_tf.layers import replica_random
 from teams_tf.networks import shared_encoders
 
@@ -35,8 +36,7 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
     A Model Garden `BertPretrainerV2` named 'mlm_pretrainer'. Inputs (dict): `input_word_ids`
     [B, T] int32 (x^M), `input_mask` [B, T] int32, `input_type_ids` [B, T] int32,
     `masked_lm_positions` [B, P] int32 (other keys are ignored). Outputs (dict):
-      `mlm_logits`: [B, P, V] scores over the vocabulary (Eq. 2 before the softmax) in the
-        compute dtype (float32; bfloat16 under `mixed_bfloat16`, so losses cast to float32).
+      `mlm_logits`: [B, P, V] float32 scores over the vocabulary (Eq. 2 before the softmax).
       `sequence_output`: [B, T, H] last-layer output (the kept representation).
       `pooled_output`: [B, H] Model Garden's [CLS] pooler output (read by no loss).
       `encoder_outputs`: list of L tensors [B, T, H], one per layer.
@@ -44,13 +44,17 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
     embedding table (through both the input embeddings and the output layer).
   """
   encoder = build_kept_encoder(config.encoder)
+  encoder(encoder.inputs)  # Creates the embedding table the head ties to.
   # Model Garden's MaskedLMTask head: the encoder's activation (BERT's `hidden_act`) and a
-  # truncated normal with the encoder's initializer range.
+  # truncated normal with the encoder's initializer range; float32 logits (`mlm_head`).
   return models.BertPretrainerV2(
       encoder_network=encoder,
-      mlm_activation=tf_utils.get_activation(config.encoder.hidden_activation),
-      mlm_initializer=tf_keras.initializers.TruncatedNormal(
-          stddev=config.encoder.initializer_range),
+      customized_masked_lm=mlm_head.MaskedLM(
+          embedding_table=encoder.get_embedding_table(),
+          activation=tf_utils.get_activation(config.encoder.hidden_activation),
+          initializer=tf_keras.initializers.TruncatedNormal(
+              stddev=config.encoder.initializer_range),
+          name='cls/predictions'),
       name='mlm_pretrainer')
 
 
@@ -73,9 +77,12 @@ def build_kept_encoder(config: encoders.BertEncoderConfig):
 class SingleEncoderPretrainer(tf_keras.Model):
   """Base of the objectives that train one `BertEncoderV2` with BERT's MLM head (SCRIPT, TACO).
 
-  Holds `encoder_network`, `masked_lm` (Model Garden's `MaskedLM`: BERT's transform and the tied
-  input embedding table) and `_seeds`, the objective's sampling stream; subclasses write `call`.
+  Holds `encoder_network`, `masked_lm` (`mlm_head.MaskedLM`: BERT's transform and the tied
+  input embedding table) and `_seeds`, the objective's sampling stream; subclasses write `call`
+  and may give the head a `MaskedLM` subclass (`head_class`).
   """
+
+  head_class = mlm_head.MaskedLM
 
   def __init__(self, encoder_network, mlm_activation='gelu', mlm_initializer='glorot_uniform',
                seed=None, **kwargs):
@@ -93,7 +100,7 @@ class SingleEncoderPretrainer(tf_keras.Model):
     self.encoder_network = encoder_network
     # BertEncoderV2 creates its embedding table when first called on its symbolic inputs.
     encoder_network(encoder_network.inputs)
-    self.masked_lm = layers.MaskedLM(
+    self.masked_lm = self.head_class(
         embedding_table=encoder_network.get_embedding_table(),
         activation=tf_utils.get_activation(mlm_activation),
         initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),

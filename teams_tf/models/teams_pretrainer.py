@@ -22,6 +22,7 @@ from official.nlp.modeling import layers
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import candidate_sampler
 from teams_tf.layers import mws_head
+from teams_tf.layers import mlm_head
 from teams_tf.layers import replica_random
 from teams_tf.layers import rtd_head as rtd_head_lib
 from teams_tf.layers import token_sampling
@@ -100,7 +101,7 @@ class TeamsPretrainer(tf_keras.Model):
     self.discriminator_network = discriminator_network
     embedding_table = discriminator_network.get_embedding_table()
     initializer = tf_keras.initializers.get(mlm_initializer)
-    self.masked_lm = layers.MaskedLM(
+    self.masked_lm = mlm_head.MaskedLM(
         embedding_table=embedding_table,
         activation=tf_utils.get_activation(mlm_activation),
         initializer=tf_utils.clone_initializer(initializer),

@@ -107,12 +107,13 @@ class MlmPretrainerTest(tf.test.TestCase):
     try:
       model = mlm_pretrainer.build_mlm_pretrainer(testing_utils.tiny_mlm_config())
       batch = testing_utils.pretraining_batch()
-      logits = model(batch, training=True)['mlm_logits']
+      outputs = model(batch, training=True)
       loss = _mlm_loss(model, batch)
     finally:
       tf_keras.mixed_precision.set_global_policy('float32')
-    # Model Garden's MaskedLM returns logits in the compute dtype; the loss casts to float32.
-    self.assertEqual(tf.bfloat16, logits.dtype)
+    # The head computes in bfloat16 and returns float32 logits (`mlm_head.MaskedLM`).
+    self.assertEqual(tf.bfloat16, model.masked_lm.compute_dtype)
+    self.assertEqual(tf.float32, outputs['mlm_logits'].dtype)
     self.assertEqual(tf.float32, loss.dtype)
     self.assertTrue(np.isfinite(float(loss)))
 
