@@ -3,19 +3,19 @@
 Data flow for one batch (shapes: B batch, T tokens, P masked slots, V vocab):
   pass 1: x̂ (masked) --encoder--> MaskedLM at the masked positions --> s [B, P, V]   (L_MLM)
           x̄_t ~ Gumbel-softmax(softmax(s_t), τ) at the masked positions              (Eq. 3)
-  pass 2: x̄ --same encoder--> same MaskedLM at every position --> s [B, T, V]
-          --logsumexp--> log-odds of p(t+ | x̄) [B, T]                              (Eq. 4-6)
+  pass 2: x̄ --same encoder--> same head at every position --logsumexp_v s_tv--> log-odds of
+          p(t+ | x̄) [B, T], the [B, T, V] scores never kept                         (Eq. 4-6)
 There is no generator and no added parameter: the encoder is Model Garden's `BertEncoderV2`, the
-head Model Garden's `MaskedLM` (BERT's transform and the tied output embeddings), both used by
-the two passes. The encoder is what is kept.
+head its `MaskedLM` (BERT's transform and the tied output embeddings) with a critic mode
+(`SelfCriticMaskedLM`), both used by the two passes. The encoder is what is kept.
 """
 
 import tensorflow as tf
 import tf_keras
 
 from teams_tf.configs import models as model_configs
+from teams_tf.layers import self_critic_head
 from teams_tf.layers import token_sampling
-from teams_tf.losses import self_critic
 from teams_tf.models import mlm_pretrainer
 
 
@@ -40,6 +40,8 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
   times the embedding table, so L_Disc also flows back into pass 1's logits.
   """
 
+  head_class = self_critic_head.SelfCriticMaskedLM
+
   def __init__(self, encoder_network, gumbel_temperature=1.0, straight_through=False, **kwargs):
     """Initializes the pretrainer.
 
@@ -61,6 +63,11 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
     sequence_output = self.encoder_network(inputs, training=training)['sequence_output']
     return tf.cast(self.masked_lm(sequence_output, positions), tf.float32), sequence_output
 
+  def critic_log_odds(self, inputs, training=None):
+    """Self-critic log-odds of p(t+ | x) [B, T] float32 (Eq. 4-5) and the [B, T, H] encoder output."""
+    sequence_output = self.encoder_network(inputs, training=training)['sequence_output']
+    return self.masked_lm(sequence_output), sequence_output
+
   def call(self, inputs, training=None):
     """Runs both passes; see the class docstring."""
     word_ids = inputs['input_word_ids']
@@ -79,13 +86,12 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
     if self._straight_through:
       critic_inputs['input_word_embeddings'] = self._straight_through_embeddings(
           corrupted, positions, weights, one_hot)
-    all_positions = tf.broadcast_to(tf.range(tf.shape(word_ids)[1]), tf.shape(word_ids))
-    critic_scores, sequence_output = self.scores(critic_inputs, all_positions, training)
+    critic_log_odds, sequence_output = self.critic_log_odds(critic_inputs, training)
     return dict(
         mlm_logits=mlm_logits,
         replaced_ids=replaced_ids,
         critic_labels=tf.cast(tf.equal(corrupted, original), tf.float32),
-        critic_log_odds=self_critic.self_critic_log_odds(critic_scores),
+        critic_log_odds=critic_log_odds,
         sequence_output=sequence_output)
 
   def _straight_through_embeddings(self, corrupted, positions, weights, one_hot):

@@ -30,10 +30,8 @@ def self_critic_pll(pretrainer, inputs, weights):
   Returns:
     [B] float32 PLL.
   """
-  word_ids = inputs['input_word_ids']
-  all_positions = tf.broadcast_to(tf.range(tf.shape(word_ids)[1]), tf.shape(word_ids))
-  scores, _ = pretrainer.scores(inputs, all_positions, training=False)
-  return self_critic.pseudo_log_likelihood(self_critic.self_critic_log_odds(scores), weights)
+  log_odds, _ = pretrainer.critic_log_odds(inputs, training=False)
+  return self_critic.pseudo_log_likelihood(log_odds, weights)
 
 
 def masked_lm_pll(pretrainer, inputs, weights, mask_id):
