@@ -161,6 +161,9 @@ class BenchmarkPretrainTest(tf.test.TestCase):
              status='failed', error='TypeError'),
         _result('ours', 'electra_teams_generator', 'bf16', 16.0),
         _result('ours', 'electra_teams_generator', 'fp32', 13.0),
+        _result('ours', 'bert', 'bf16', 30.0),
+        _result('ours', 'electra', 'bf16', 20.0),
+        _result('ours', 'script', 'bf16', 12.0),
     ]
     report = pretrain_benchmark_report.ratios(results, {'small': 'bf16'}, ['fp32', 'bf16'])
     ratios = {(r['name'], r['column']): r['value'] for r in report['ratios']}
@@ -170,11 +173,14 @@ class BenchmarkPretrainTest(tf.test.TestCase):
     self.assertAllClose(0.9, ratios[('teams_memory_ours_over_official', 'default')])
     self.assertAllClose(16 / 15 - 1, ratios[('teams_overhead_over_electra', 'best')])
     self.assertAllClose(15 / 40, ratios[('teams_fraction_of_float32_peak', 'best')])
+    self.assertAllClose(0.6, ratios[('script_over_electra', 'best')])
+    self.assertAllClose(30 / 2 / 20, ratios[('script_bound_over_electra', 'best')])
     targets = {(t['name'], t['column']): t['met'] for t in report['targets']}
     self.assertTrue(targets[('teams_ours_over_official', 'default')])
     self.assertFalse(targets[('teams_ours_over_official', 'best_float32')])
     self.assertTrue(targets[('teams_overhead_over_electra', 'best')])
     self.assertFalse(targets[('teams_fraction_of_float32_peak', 'best')])
+    self.assertFalse(targets[('script_over_electra', 'best')])
     self.assertIsNone(targets[('electra_ours_over_hf', 'best')])  # not measured
 
 
