@@ -281,10 +281,12 @@ def _script_bound(results, size):
           f'ELECTRA\'s GFLOP/s (measured here: {script["gflops_per_second"]:.0f} vs '
           f'{electra["gflops_per_second"]:.0f}, {rate_ratio:.2f}x). '
           'The paper\'s 22.7 vs 31.3 steps/s is a TPU v3 at 15-18% MXU utilisation, where '
-          'per-step overheads, not FLOPs, set the pace. "SCRIPT bound / ELECTRA" measures the '
-          'ceiling directly: a SCRIPT step runs the forward and backward passes of two BERT steps '
-          '(same encoder, same MLM head at the masked positions, once each) plus its critic, so '
-          'no SCRIPT on this encoder code exceeds half of BERT\'s steps/s.')
+          'per-step overheads, not FLOPs, set the pace. "SCRIPT bound / ELECTRA" is the measured '
+          'ceiling: a SCRIPT step runs BERT\'s encoder forward and backward twice, the masked MLM '
+          'head once and the critic at every position, whose [B·T, V] product alone is 6x the '
+          'masked head\'s; two BERT steps are the two encoder passes plus two masked heads and two '
+          'AdamW updates. The critic costs more than the extra head and update, so SCRIPT on this '
+          'encoder code stays below half of BERT\'s steps/s.')
 
 
 def notes(results):
