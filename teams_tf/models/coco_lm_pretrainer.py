@@ -117,7 +117,7 @@ class CocoLmPretrainer(tf_keras.Model):
 
   def _auxiliary_logits(self, word_ids, input_mask, type_ids, positions, training):
     outputs = self.generator_network([word_ids, input_mask, type_ids], training=training)
-    return tf.cast(self.masked_lm(outputs['sequence_output'], positions), tf.float32)
+    return self.masked_lm(outputs['sequence_output'], positions)  # float32
 
   def call(self, inputs, training=None):
     """Corrupts, corrects and contrasts; see the class docstring."""

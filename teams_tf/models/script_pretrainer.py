@@ -61,7 +61,7 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
   def scores(self, inputs, positions, training=None):
     """Softmax-layer logits s_t [B, P, V] float32 at `positions` [B, P] of an encoder pass."""
     sequence_output = self.encoder_network(inputs, training=training)['sequence_output']
-    return tf.cast(self.masked_lm(sequence_output, positions), tf.float32), sequence_output
+    return self.masked_lm(sequence_output, positions), sequence_output
 
   def critic_log_odds(self, inputs, training=None):
     """Self-critic log-odds of p(t+ | x) [B, T] float32 (Eq. 4-5) and the [B, T, H] encoder output."""

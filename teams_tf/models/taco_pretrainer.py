@@ -96,7 +96,7 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
       mlm_positions = tf.broadcast_to(tf.range(tf.shape(word_ids)[1]), tf.shape(word_ids))
       mlm_weights = input_mask
     outputs.update(
-        mlm_logits=tf.cast(self.masked_lm(sequence_output, mlm_positions), tf.float32),
+        mlm_logits=self.masked_lm(sequence_output, mlm_positions),
         mlm_target_ids=tf.cast(targets, tf.int32), mlm_weights=tf.cast(mlm_weights, tf.float32))
 
     semantics = tf.cast(sequence_output, tf.float32) - self.static_embeddings(word_ids)

@@ -131,8 +131,7 @@ class TeamsPretrainer(tf_keras.Model):
 
     generator_outputs = self.generator_network(
         [word_ids, input_mask, type_ids], training=training)
-    mlm_logits = tf.cast(
-        self.masked_lm(generator_outputs['sequence_output'], positions), tf.float32)
+    mlm_logits = self.masked_lm(generator_outputs['sequence_output'], positions)  # float32
 
     samples = self.candidate_sampler(
         mlm_logits, original_ids, seed=self._seeds.next()[0])
