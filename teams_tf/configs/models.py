@@ -51,6 +51,9 @@ class TeamsConfig(base_config.Config):
       built (Table 2 "Only MWS").
     mws_loss_weight: λ2 of Eq. (9) (TEAMS: 2). 0 disables MWS: no candidate sets and no MWS
       head (ELECTRA; Table 2 "Only RTD").
+    tie_output_embeddings: the MLM output layer (the generator's) is the input embedding table
+      (ELECTRA §3.2, TEAMS; default) or, False, a table of its own (low-budget recipes, Geiping &
+      Goldstein 2022).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
@@ -65,6 +68,7 @@ class TeamsConfig(base_config.Config):
   exported_representation: str = 'top'
   rtd_loss_weight: float = 5.0
   mws_loss_weight: float = 2.0
+  tie_output_embeddings: bool = True
 
 
 @dataclasses.dataclass
@@ -76,12 +80,13 @@ class MlmConfig(base_config.Config):
   comparison is compute-matched (§4.1).
 
   Attributes:
-    encoder: the encoder that is trained and kept; its embedding table is tied to the MLM
-      output layer (BERT).
+    encoder: the encoder that is trained and kept.
+    tie_output_embeddings: the MLM output layer is the input embedding table (BERT; default) or,
+      False, a table of its own (low-budget recipes, Geiping & Goldstein 2022).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
-
+  tie_output_embeddings: bool = True
 
 @dataclasses.dataclass
 class CocoLmConfig(base_config.Config):
@@ -125,6 +130,9 @@ class CocoLmConfig(base_config.Config):
       "RTD Only", "CLM Only").
     crop_fraction: share of X^orig's tokens kept in X^crop (§3.3: 90%; Figure 4 varies it).
     scl_temperature: τ of Eq. (3) (§3.3: 1).
+    tie_output_embeddings: the MLM output layer of the auxiliary model is the input embedding table
+      (ELECTRA, COCO-LM; default) or, False, a table of its own (low-budget recipes, Geiping &
+      Goldstein 2022).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('base'))
@@ -143,6 +151,7 @@ class CocoLmConfig(base_config.Config):
   scl_loss_weight: float = 1.0
   crop_fraction: float = 0.9
   scl_temperature: float = 1.0
+  tie_output_embeddings: bool = True
 
 
 @dataclasses.dataclass
@@ -161,12 +170,16 @@ class ScriptConfig(base_config.Config):
       (default): a hard sample with no gradient into pass 1, as ELECTRA's generator sampling.
       True: the straight-through Gumbel-softmax (Jang et al., 2016): forward with the hard
       sample, backward through softmax((log π + g)/τ) into pass 1.
+    tie_output_embeddings: the MLM output layer W (also the critic's) is the input embedding table
+      (SCRIPT §2; default) or, False, a table of its own (low-budget recipes, Geiping & Goldstein
+      2022).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
   discriminator_loss_weight: float = 50.0
   gumbel_temperature: float = 1.0
   straight_through: bool = False
+  tie_output_embeddings: bool = True
 
 
 @dataclasses.dataclass
@@ -187,6 +200,8 @@ class TacoConfig(base_config.Config):
       TACO").
     mlm_positions: 'masked' (MLM) or 'all', predicting the original token at every position
       (§5.2 "MLM+TP").
+    tie_output_embeddings: the MLM output layer is the input embedding table (BERT, TACO; default)
+      or, False, a table of its own (low-budget recipes, Geiping & Goldstein 2022).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('base'))
@@ -196,3 +211,4 @@ class TacoConfig(base_config.Config):
   temperature: float = 0.07
   tc_positions: str = 'all'
   mlm_positions: str = 'masked'
+  tie_output_embeddings: bool = True

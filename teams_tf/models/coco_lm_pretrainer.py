@@ -73,6 +73,7 @@ class CocoLmPretrainer(tf_keras.Model):
                with_scl=True,
                mlm_activation='gelu',
                mlm_initializer='glorot_uniform',
+               tie_output_embeddings=True,
                seed=None,
                **kwargs):
     """Initializes the pretrainer.
@@ -88,6 +89,7 @@ class CocoLmPretrainer(tf_keras.Model):
       with_scl: run the main Transformer on X^crop and output its h_[CLS].
       mlm_activation: activation of the auxiliary MLM transform.
       mlm_initializer: initializer of the auxiliary MLM transform.
+      tie_output_embeddings: the MLM output layer is the embedding table (else its own).
       seed: int base seed of the sampling and cropping stream (`replica_random.SeedStream`); None
         draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
@@ -106,10 +108,9 @@ class CocoLmPretrainer(tf_keras.Model):
     self._vocab_size = embedding_table.shape[0]
     self.masked_lm = None
     if generator_network is not None:
-      self.masked_lm = mlm_head.MaskedLM(
-          embedding_table=embedding_table,
-          activation=tf_utils.get_activation(mlm_activation),
-          initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),
+      self.masked_lm = mlm_head.output_head(
+          embedding_table, tie_output_embeddings,
+          activation=tf_utils.get_activation(mlm_activation), initializer=mlm_initializer,
           name='generator_predictions')
       self.candidate_sampler = candidate_sampler.CandidateSampler(
           num_negatives=0, name='candidate_sampler')
@@ -285,6 +286,7 @@ def build_coco_lm_pretrainer(config: model_configs.CocoLmConfig, seed=None):
       lm_positions=config.lm_positions,
       crop_fraction=config.crop_fraction,
       with_scl=config.scl_loss_weight > 0,
+      tie_output_embeddings=config.tie_output_embeddings,
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=initializer,
       seed=seed,

@@ -40,8 +40,9 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
       `sequence_output`: [B, T, H] last-layer output (the kept representation).
       `pooled_output`: [B, H] Model Garden's [CLS] pooler output (read by no loss).
       `encoder_outputs`: list of L tensors [B, T, H], one per layer.
-    Everything is differentiable; the MLM loss reaches every encoder layer and the tied
-    embedding table (through both the input embeddings and the output layer).
+    Everything is differentiable; the MLM loss reaches every encoder layer and the embedding
+    table (through the input embeddings, and the output layer unless `tie_output_embeddings` is
+    False).
   """
   encoder = build_kept_encoder(config.encoder)
   encoder(encoder.inputs)  # Creates the embedding table the head ties to.
@@ -49,8 +50,8 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
   # truncated normal with the encoder's initializer range; float32 logits (`mlm_head`).
   return models.BertPretrainerV2(
       encoder_network=encoder,
-      customized_masked_lm=mlm_head.MaskedLM(
-          embedding_table=encoder.get_embedding_table(),
+      customized_masked_lm=mlm_head.output_head(
+          encoder.get_embedding_table(), config.tie_output_embeddings,
           activation=tf_utils.get_activation(config.encoder.hidden_activation),
           initializer=tf_keras.initializers.TruncatedNormal(
               stddev=config.encoder.initializer_range),
@@ -85,13 +86,14 @@ class SingleEncoderPretrainer(tf_keras.Model):
   head_class = mlm_head.MaskedLM
 
   def __init__(self, encoder_network, mlm_activation='gelu', mlm_initializer='glorot_uniform',
-               seed=None, **kwargs):
+               tie_output_embeddings=True, seed=None, **kwargs):
     """Initializes the encoder, the head and the sampling stream.
 
     Args:
       encoder_network: a Model Garden `BertEncoderV2` (dict outputs).
       mlm_activation: activation of the MLM transform.
       mlm_initializer: initializer of the MLM transform.
+      tie_output_embeddings: the MLM output layer is the embedding table (else its own).
       seed: int base seed of the sampling stream (`replica_random.SeedStream`); None
         draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
@@ -100,11 +102,10 @@ class SingleEncoderPretrainer(tf_keras.Model):
     self.encoder_network = encoder_network
     # BertEncoderV2 creates its embedding table when first called on its symbolic inputs.
     encoder_network(encoder_network.inputs)
-    self.masked_lm = self.head_class(
-        embedding_table=encoder_network.get_embedding_table(),
-        activation=tf_utils.get_activation(mlm_activation),
-        initializer=tf_utils.clone_initializer(tf_keras.initializers.get(mlm_initializer)),
-        name='cls/predictions')
+    self.masked_lm = mlm_head.output_head(
+        encoder_network.get_embedding_table(), tie_output_embeddings,
+        activation=tf_utils.get_activation(mlm_activation), initializer=mlm_initializer,
+        name='cls/predictions', head_class=self.head_class)
     self._seeds = replica_random.SeedStream(seed, name='seed_stream')
 
   @property

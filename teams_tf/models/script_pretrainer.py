@@ -124,6 +124,7 @@ def build_script_pretrainer(config: model_configs.ScriptConfig, seed=None):
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),
+      tie_output_embeddings=config.tie_output_embeddings,
       gumbel_temperature=config.gumbel_temperature,
       straight_through=config.straight_through,
       seed=seed,

@@ -142,6 +142,7 @@ def build_taco_pretrainer(config: model_configs.TacoConfig, seed=None):
   encoder = mlm_pretrainer.build_kept_encoder(config.encoder)
   return TacoPretrainer(
       encoder_network=encoder,
+      tie_output_embeddings=config.tie_output_embeddings,
       window_size=config.window_size,
       num_negatives=config.num_negatives,
       tc_positions=config.tc_positions,

@@ -66,6 +66,7 @@ class TeamsPretrainer(tf_keras.Model):
                exported_representation='top',
                mlm_activation='gelu',
                mlm_initializer='glorot_uniform',
+               tie_output_embeddings=True,
                seed=None,
                **kwargs):
     """Initializes the pretrainer.
@@ -83,6 +84,7 @@ class TeamsPretrainer(tf_keras.Model):
       exported_representation: 'top' or 'rtd_task_layer'; see `TeamsConfig`.
       mlm_activation: activation of the MLM and MWS transform layers.
       mlm_initializer: initializer of the MLM and MWS head kernels.
+      tie_output_embeddings: the MLM output layer is the embedding table (else its own).
       seed: int base seed of the sampling stream (`replica_random.SeedStream`); None
         draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
@@ -101,10 +103,9 @@ class TeamsPretrainer(tf_keras.Model):
     self.discriminator_network = discriminator_network
     embedding_table = discriminator_network.get_embedding_table()
     initializer = tf_keras.initializers.get(mlm_initializer)
-    self.masked_lm = mlm_head.MaskedLM(
-        embedding_table=embedding_table,
-        activation=tf_utils.get_activation(mlm_activation),
-        initializer=tf_utils.clone_initializer(initializer),
+    self.masked_lm = mlm_head.output_head(
+        embedding_table, tie_output_embeddings,
+        activation=tf_utils.get_activation(mlm_activation), initializer=initializer,
         name='generator_predictions')
     self.candidate_sampler = candidate_sampler.CandidateSampler(
         num_negatives=num_negatives, strategy=candidate_sampling, name='candidate_sampler')
@@ -313,6 +314,7 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
       candidate_sampling=config.candidate_sampling,
       mws_task_layer=mws_task_layer,
       exported_representation=config.exported_representation,
+      tie_output_embeddings=config.tie_output_embeddings,
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),
