@@ -19,6 +19,7 @@ from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
 from teams_tf.layers import fused_elementwise
 from teams_tf.tasks import init_checkpoint
+from teams_tf.tasks import mlm_baseline
 from teams_tf.training import non_finite
 
 
@@ -153,10 +154,21 @@ class PretrainTask(base_task.Task):
     return total
 
   def build_metrics(self, training=None):
+    """One mean per loss term, the task's metrics, and in evaluation the context-free baseline.
+
+    Beside an `mlm_accuracy`, evaluation reports `mlm_context_free_accuracy`
+    (`mlm_baseline.ContextFreeMlmAccuracy`): frequency guessing plus copying, the plateau a model
+    that does not read context stays on.
+    """
     metrics = [tf_keras.metrics.Mean(name=name) for name in self.loss_weights()]
     if training:
       metrics.append(non_finite.FirstNonFiniteStep())
-    return metrics + self.task_metrics()
+    metrics += self.task_metrics()
+    if not training and any(metric.name == 'mlm_accuracy' for metric in metrics):
+      vocab = tokenization.load_vocabulary(
+          embedded.resolve_path(self.task_config.validation_data.vocab_file))
+      metrics.append(mlm_baseline.ContextFreeMlmAccuracy(vocab.size, vocab.mask_id))
+    return metrics
 
   def train_step(self, inputs, model, optimizer, metrics=None):
     """Model Garden's step, then records the step number if the loss was not finite."""
@@ -171,3 +183,7 @@ class PretrainTask(base_task.Task):
     for name, value in self.loss_terms(labels, model_outputs).items():
       metrics[name].update_state(value)
     self.update_task_metrics(metrics, labels, model_outputs)
+    if 'mlm_context_free_accuracy' in metrics:
+      metrics['mlm_context_free_accuracy'].update_state(
+          labels['input_word_ids'], labels['masked_lm_positions'], labels['masked_lm_ids'],
+          labels['masked_lm_weights'])
