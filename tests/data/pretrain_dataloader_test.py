@@ -143,8 +143,9 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     self.assertNotAllEqual(first[0]['input_word_ids'], other[0]['input_word_ids'])
 
   def test_training_repeats_with_new_masks_each_epoch(self):
-    # Buffer 1 keeps stream order: batch k and batch k + 2 hold the same 2 chunks in the next epoch.
-    config = self._tiny_config(is_training=True, shuffle_buffer_size=1, drop_remainder=True)
+    # Buffers of 1 keep stream order: batch k and batch k + 2 hold the same 2 chunks in the next epoch.
+    config = self._tiny_config(is_training=True, shuffle_buffer_size=1, line_shuffle_buffer_size=1,
+                               drop_remainder=True)
     batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load().take(20))
     self.assertLen(batches, 20)
     for k in range(18):
@@ -190,6 +191,8 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
       ('too_many_predictions', dict(max_predictions_per_seq=5), r'must be <= seq_length - 2 = 4'),
       ('no_batch_size', dict(global_batch_size=0), 'global_batch_size=0 must be >= 1'),
       ('unset_is_training', dict(is_training=None), 'is_training is None'),
+      ('no_line_buffer', dict(is_training=True, line_shuffle_buffer_size=0),
+       'line_shuffle_buffer_size=0 must be >= 1'),
       ('bad_rates', dict(mask_token_rate=0.95), 'mask_token_rate \\+ random_token_rate'),
       ('missing_vocab', dict(vocab_file='/nonexistent/vocab.txt'), 'does not exist'),
   )
