@@ -14,7 +14,31 @@ from teams_tf.configs import encoders as encoder_sizes
 
 
 @dataclasses.dataclass
-class TeamsConfig(base_config.Config):
+class RelativePositions(base_config.Config):
+  """Position fields every pretrainer config has: absolute positions, or plus a T5 bias.
+
+  Attributes:
+    relative_position_bias: add a T5 relative position bias (Raffel et al. 2020), one table of
+      [buckets, heads] per encoder shared by its layers, to every attention layer beside the
+      absolute position embeddings (COCO-LM §4; the mini recipe of `configs/experiments.py`,
+      where it takes a 4-layer encoder off the frequency plateau in a third of the steps).
+      Generator layers that are discriminator layers (TEAMS §3.2) share its table.
+    relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's
+      code and T5: 32).
+    relative_position_max_distance: distance beyond which positions share a bucket (128).
+  """
+  relative_position_bias: bool = False
+  relative_position_num_buckets: int = 32
+  relative_position_max_distance: int = 128
+
+
+def relative_position_buckets(config: RelativePositions) -> int:
+  """The encoders' number of bias buckets: 0 for absolute positions only."""
+  return config.relative_position_num_buckets if config.relative_position_bias else 0
+
+
+@dataclasses.dataclass
+class TeamsConfig(RelativePositions):
   """Generator + discriminator pretrainer: TEAMS (§3.2, Eq. 9) and, as configurations, ELECTRA.
 
   Defaults are TEAMS. ELECTRA (Eq. 1 + Eq. 4) is `mws_loss_weight=0`, `rtd_head_type='ffn'`,
@@ -72,7 +96,7 @@ class TeamsConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class MlmConfig(base_config.Config):
+class MlmConfig(RelativePositions):
   """BERT baseline of the TEAMS paper: one encoder trained with MLM only (Table 1, Eq. 1).
 
   No next-sentence prediction. The masking policy (15%, 80/10/10 replacement) is a data setting
@@ -89,7 +113,7 @@ class MlmConfig(base_config.Config):
   tie_output_embeddings: bool = True
 
 @dataclasses.dataclass
-class CocoLmConfig(base_config.Config):
+class CocoLmConfig(RelativePositions):
   """COCO-LM (Meng et al., 2021): auxiliary MLM + main CLM + SCL, L = L_MLM + L_CLM + L_SCL (Eq. 4).
 
   Defaults are the paper's COCO-LM; each Table 3 ablation changes one or two fields (see
@@ -110,10 +134,8 @@ class CocoLmConfig(base_config.Config):
     replacement: 'auxiliary' samples X^MLM from the auxiliary MLM (COCO-LM); 'random' replaces
       the masked tokens uniformly at random and builds no auxiliary model (Table 3 "w. Random
       Replacements").
-    relative_position_bias: add a T5 relative position bias to every attention layer of both
-      Transformers (§4, the authors' code; Table 3 "w/o. Rel-Pos" sets False).
-    relative_position_num_buckets: relative-distance buckets of the bias (authors' code: 32).
-    relative_position_max_distance: distance beyond which positions share a bucket (128).
+    relative_position_bias: as in `RelativePositions`; True here (§4, the authors' code; Table 3
+      "w/o. Rel-Pos" sets False).
     copy_loss_weight: λ_copy of Eq. (2), weight of the copy (RTD) loss on all tokens. The
       paper does not print it; 50 is the authors' code default (`binary_loss_weight`), as in
       ELECTRA. 0 removes the copy loss (the copy probability is then trained only through L_LM,
@@ -141,8 +163,6 @@ class CocoLmConfig(base_config.Config):
   sample_without_dropout: bool = True
   replacement: str = 'auxiliary'
   relative_position_bias: bool = True
-  relative_position_num_buckets: int = 32
-  relative_position_max_distance: int = 128
   copy_loss_weight: float = 50.0
   lm_loss_weight: float = 1.0
   lm_positions: str = 'masked'
@@ -155,7 +175,7 @@ class CocoLmConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class ScriptConfig(base_config.Config):
+class ScriptConfig(RelativePositions):
   """SCRIPT (Nijkamp et al., 2021): one encoder trained by MLM and as its own critic.
 
   L = L_MLM + α·L_Disc (§2). No generator and no parameters beyond BERT's encoder and MLM head.
@@ -183,7 +203,7 @@ class ScriptConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class TacoConfig(base_config.Config):
+class TacoConfig(RelativePositions):
   """TACO (Su et al., 2022): MLM + token-alignment contrastive loss, L = L_TC + L_MLM (Eq. 11).
 
   One encoder and one forward pass; the TC loss reads the global semantics g = h - e of every

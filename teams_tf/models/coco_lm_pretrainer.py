@@ -214,15 +214,8 @@ def validate_config(config: model_configs.CocoLmConfig):
           f'num_generator_layers={config.num_generator_layers} must be in [1, {num_layers}] '
           '(COCO-LM: 4 for a 12-layer main Transformer, 6 for 24).')
     shared_encoders.generator_encoder_config(config.encoder, config.generator_width_fraction)
-  if config.relative_position_bias:
-    buckets = config.relative_position_num_buckets
-    if buckets < 4 or buckets % 2:
-      raise ValueError(f'relative_position_num_buckets={buckets} must be even and >= 4 (half '
-                       'per direction, each half exact then log-spaced; COCO-LM: 32).')
-    if config.relative_position_max_distance <= buckets // 4:
-      raise ValueError(
-          f'relative_position_max_distance={config.relative_position_max_distance} must exceed '
-          f'the {buckets // 4} exactly-bucketed distances (COCO-LM: 128).')
+  shared_encoders.validate_relative_positions(
+      model_configs.relative_position_buckets(config), config.relative_position_max_distance)
   for field in ('copy_loss_weight', 'lm_loss_weight', 'scl_loss_weight'):
     if getattr(config, field) < 0:
       raise ValueError(f'{field}={getattr(config, field)} must be >= 0 (0 removes the term).')
@@ -259,7 +252,7 @@ def build_coco_lm_pretrainer(config: model_configs.CocoLmConfig, seed=None):
     ValueError: an invalid field or combination, naming the field, the value and the fix.
   """
   validate_config(config)
-  buckets = config.relative_position_num_buckets if config.relative_position_bias else 0
+  buckets = model_configs.relative_position_buckets(config)
   generator = None
   if config.replacement == 'auxiliary':
     generator, discriminator = shared_encoders.build_generator_and_discriminator(

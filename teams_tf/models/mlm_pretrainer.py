@@ -44,7 +44,7 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
     table (through the input embeddings, and the output layer unless `tie_output_embeddings` is
     False).
   """
-  encoder = build_kept_encoder(config.encoder)
+  encoder = build_kept_encoder(config)
   encoder(encoder.inputs)  # Creates the embedding table the head ties to.
   # Model Garden's MaskedLMTask head: the encoder's activation (BERT's `hidden_act`) and a
   # truncated normal with the encoder's initializer range; float32 logits (`mlm_head`).
@@ -59,18 +59,35 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
       name='mlm_pretrainer')
 
 
-def build_kept_encoder(config: encoders.BertEncoderConfig):
-  """Model Garden's `BertEncoderV2` for `config`, as the one-encoder objectives train it.
+def build_kept_encoder(config):
+  """The encoder the one-encoder objectives (BERT, SCRIPT, TACO) train and keep.
 
-  Its embedding projection is `shared_encoders.embedding_projection` (the same variables, a
-  gradient without the [B, T, E, H] broadcast of Model Garden's '...x,xy->...y').
+  With absolute positions only, Model Garden's `BertEncoderV2` whose embedding projection is
+  `shared_encoders.embedding_projection` (the same variables, a gradient without the
+  [B, T, E, H] broadcast of Model Garden's '...x,xy->...y'); it fine-tunes as `bert_v2`. With a
+  relative position bias, `shared_encoders.build_single_encoder`'s encoder, which fine-tunes as
+  `configs.encoders.RelativePositionEncoderConfig`.
 
   No pretraining loss reads the pooled [CLS] output (there is no next-sentence task), so the
   pooler stays out of the optimizer instead of being reported as variables without gradients.
-  It is still checkpointed, so fine-tuning restores the full BertEncoderV2.
+  It is still checkpointed, so fine-tuning restores the full encoder.
+
+  Args:
+    config: a pretrainer config with `encoder` (BertEncoderConfig) and the
+      `model_configs.RelativePositions` fields.
+
+  Raises:
+    ValueError: invalid relative position settings, naming the field.
   """
-  encoder = shared_encoders.use_rank3_embedding_projection(
-      encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config)))
+  buckets = model_configs.relative_position_buckets(config)
+  shared_encoders.validate_relative_positions(buckets, config.relative_position_max_distance)
+  if buckets:
+    encoder = shared_encoders.build_single_encoder(
+        config.encoder, relative_position_num_buckets=buckets,
+        relative_position_max_distance=config.relative_position_max_distance)
+  else:
+    encoder = shared_encoders.use_rank3_embedding_projection(
+        encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder)))
   encoder.pooler_layer.trainable = False
   return encoder
 

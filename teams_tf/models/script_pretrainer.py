@@ -118,7 +118,7 @@ def build_script_pretrainer(config: model_configs.ScriptConfig, seed=None):
     ValueError: a non-positive temperature or negative loss weight, naming the field.
   """
   validate_config(config)
-  encoder = mlm_pretrainer.build_kept_encoder(config.encoder)
+  encoder = mlm_pretrainer.build_kept_encoder(config)
   return ScriptPretrainer(
       encoder_network=encoder,
       mlm_activation=config.encoder.hidden_activation,
@@ -138,3 +138,7 @@ def validate_config(config: model_configs.ScriptConfig):
   if config.discriminator_loss_weight < 0:
     raise ValueError(f'discriminator_loss_weight={config.discriminator_loss_weight} must be >= 0 '
                      '(α; SCRIPT: 50).')
+  if config.straight_through and config.relative_position_bias:
+    raise ValueError('straight_through=True feeds word embeddings into a BertEncoderV2, which has '
+                     'no relative position bias; set relative_position_bias=False or '
+                     'straight_through=False.')

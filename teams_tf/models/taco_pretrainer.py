@@ -17,6 +17,7 @@ from teams_tf.layers import token_pairs
 from teams_tf.layers import token_sampling
 from teams_tf.losses import contrastive
 from teams_tf.models import mlm_pretrainer
+from teams_tf.networks import shared_encoders
 
 _POSITIONS = ('all', 'masked')
 
@@ -71,8 +72,8 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
     The encoder's own embedding projection (E -> H) maps it when the widths differ, so e is in
     the space h lives in and stays context-independent.
     """
-    embeddings = self.encoder_network.get_embedding_layer()(word_ids)
-    projection = getattr(self.encoder_network, '_embedding_projection', None)
+    word_embeddings, projection = shared_encoders.word_embedding_layers(self.encoder_network)
+    embeddings = word_embeddings(word_ids)
     if projection is not None:
       embeddings = projection(embeddings)
     return tf.cast(embeddings, tf.float32)
@@ -139,7 +140,7 @@ def validate_config(config: model_configs.TacoConfig):
 def build_taco_pretrainer(config: model_configs.TacoConfig, seed=None):
   """Builds a `TacoPretrainer` from its config (the only reader of TacoConfig)."""
   validate_config(config)
-  encoder = mlm_pretrainer.build_kept_encoder(config.encoder)
+  encoder = mlm_pretrainer.build_kept_encoder(config)
   return TacoPretrainer(
       encoder_network=encoder,
       tie_output_embeddings=config.tie_output_embeddings,

@@ -177,8 +177,13 @@ class TeamsPretrainer(tf_keras.Model):
 
     `encoder` is the kept stack (`kept_transformer_layers` over the discriminator's embeddings)
     laid out as Model Garden's `BertEncoderV2`, so fine-tuning tasks restore it with
-    `encoder.type: bert_v2`, `num_layers` = its depth, and `init_checkpoint`.
+    `encoder.type: bert_v2`, `num_layers` = its depth, and `init_checkpoint`. With a relative
+    position bias the kept stack is the discriminator itself (`resolve_layout` allows no other),
+    saved as is, which `shared_encoders.build_relative_position_encoder` rebuilds.
     """
+    if not isinstance(self.discriminator_network.hidden_layers[0],
+                      layers.TransformerEncoderBlock):
+      return dict(encoder=self.discriminator_network)
     return dict(encoder=shared_encoders.BertEncoderV2CheckpointView(
         self.discriminator_network, self.kept_transformer_layers))
 
@@ -259,6 +264,15 @@ def resolve_layout(config: model_configs.TeamsConfig):
   else:
     raise ValueError(f'exported_representation={config.exported_representation!r} must be '
                      "'top' (paper default) or 'rtd_task_layer'.")
+  if config.relative_position_bias and (config.exported_representation != 'top' or
+                                         config.mws_task_layer):
+    raise ValueError(
+        'relative_position_bias=True keeps the discriminator itself as the encoder, but '
+        f'exported_representation={config.exported_representation!r} and '
+        f'mws_task_layer={config.mws_task_layer} keep another stack; use the defaults '
+        "('top', False) or absolute positions only.")
+  shared_encoders.validate_relative_positions(
+      model_configs.relative_position_buckets(config), config.relative_position_max_distance)
   return dict(num_generator_layers=depth, num_shared_layers=num_shared,
               rtd_head_input_layer=rtd_layer if has_rtd else None,
               num_negatives=config.num_negatives if has_mws else 0,
@@ -296,7 +310,9 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
   generator, discriminator = shared_encoders.build_generator_and_discriminator(
       config.encoder, num_generator_layers=layout['num_generator_layers'],
       num_shared_layers=layout['num_shared_layers'],
-      generator_width_fraction=config.generator_width_fraction)
+      generator_width_fraction=config.generator_width_fraction,
+      relative_position_num_buckets=model_configs.relative_position_buckets(config),
+      relative_position_max_distance=config.relative_position_max_distance)
   # No loss reads the pooled [CLS] output (there is no next-sentence task), so the poolers
   # stay out of the optimizer instead of being reported as variables without gradients.
   generator.pooler_layer.trainable = False

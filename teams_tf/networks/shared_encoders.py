@@ -66,6 +66,18 @@ def build_position_bias(encoder_config, num_buckets, max_distance, name):
       name=name)
 
 
+def validate_relative_positions(num_buckets, max_distance):
+  """Checks T5 bias settings (0 buckets: none); ValueError names the field and the fix."""
+  if not num_buckets:
+    return
+  if num_buckets < 4 or num_buckets % 2:
+    raise ValueError(f'relative_position_num_buckets={num_buckets} must be even and >= 4 (half '
+                     'per direction, each half exact then log-spaced; COCO-LM: 32).')
+  if max_distance <= num_buckets // 4:
+    raise ValueError(f'relative_position_max_distance={max_distance} must exceed the '
+                     f'{num_buckets // 4} exactly-bucketed distances (COCO-LM: 128).')
+
+
 def _relative_position_block(encoder_config, position_bias, name):
   """A post-LN transformer layer like `TransformerEncoderBlock`, attention plus the bias."""
   kwargs = transformer_block_kwargs(encoder_config)
@@ -192,6 +204,22 @@ def use_rank3_embedding_projection(encoder):
   return encoder
 
 
+def word_embedding_layers(encoder):
+  """(word embedding layer, E -> H projection or None) of either kind of encoder built here.
+
+  Args:
+    encoder: Model Garden's `BertEncoderV2`, or an encoder from `build_encoder`.
+  """
+  if isinstance(encoder, networks.BertEncoderV2):
+    return encoder.get_embedding_layer(), encoder._embedding_projection  # pylint: disable=protected-access
+  embedding = encoder.embedding_network
+  # `build_encoder_embeddings` wraps the shared embeddings when it adds a projection.
+  if any(layer.name == 'embedding_projection' for layer in embedding.layers):
+    return (embedding.get_layer('embeddings').get_layer('word_embeddings'),
+            embedding.get_layer('embedding_projection'))
+  return embedding.get_layer('word_embeddings'), None
+
+
 class SharedLayerEncoder(networks.EncoderScaffold):
   """Model Garden's `EncoderScaffold` over layer instances that other encoders may share.
 
@@ -284,8 +312,9 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
     num_shared_layers: bottom generator layers that are discriminator layers, in
       [0, num_generator_layers]; must be 0 unless the generator has the full width.
     generator_width_fraction: see `generator_encoder_config`.
-    relative_position_num_buckets: 0 for absolute positions only; otherwise each encoder adds
-      its own T5 relative position bias with this many buckets to every layer (COCO-LM §4).
+    relative_position_num_buckets: 0 for absolute positions only; otherwise every layer adds a
+      T5 relative position bias with this many buckets (COCO-LM §4): one table per encoder, or
+      one for both when they share layers.
     relative_position_max_distance: see `build_position_bias`.
 
   Returns:
@@ -310,16 +339,15 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
         f'num_shared_layers={num_shared_layers} needs a generator as wide as the '
         f'discriminator, but generator_width_fraction={generator_width_fraction}; set '
         'num_shared_layers=0 (ELECTRA ties only the embeddings) or the fraction to 1.')
-  if num_shared_layers and relative_position_num_buckets:
-    raise ValueError(
-        f'num_shared_layers={num_shared_layers} with a relative position bias: each encoder '
-        'has its own bias table, so shared layers would mix them; set num_shared_layers=0.')
   generator_bias = discriminator_bias = None
   if relative_position_num_buckets:
-    generator_bias, discriminator_bias = (
-        build_position_bias(config, relative_position_num_buckets,
-                            relative_position_max_distance, f'{prefix}relative_position_bias')
-        for config, prefix in ((generator_config, 'generator/'), (encoder_config, '')))
+    discriminator_bias = build_position_bias(encoder_config, relative_position_num_buckets,
+                                             relative_position_max_distance,
+                                             'relative_position_bias')
+    # Shared layers read one table (full width, so the same heads); else each encoder its own.
+    generator_bias = discriminator_bias if num_shared_layers else build_position_bias(
+        generator_config, relative_position_num_buckets, relative_position_max_distance,
+        'generator/relative_position_bias')
   embedding_network = build_embedding_network(encoder_config)
   discriminator_blocks = _transformer_blocks(
       encoder_config, 0, num_layers, '', discriminator_bias)

@@ -77,12 +77,17 @@ class RelativePositionAttentionTest(tf.test.TestCase):
     names = [v.name for v in discriminator.trainable_variables if 'rel_embedding' in v.name]
     self.assertEqual(['relative_position_bias/rel_embedding:0'], names)
 
-  def test_shared_layers_with_relative_positions_are_refused(self):
-    with self.assertRaisesRegex(ValueError, 'num_shared_layers=1 with a relative position'):
-      shared_encoders.build_generator_and_discriminator(
-          testing_utils.tiny_encoder_config(), num_generator_layers=2, num_shared_layers=1,
-          relative_position_num_buckets=8)
-
+  def test_shared_layers_share_one_bias_table(self):
+    generator, discriminator = shared_encoders.build_generator_and_discriminator(
+        testing_utils.tiny_encoder_config(), num_generator_layers=2, num_shared_layers=1,
+        relative_position_num_buckets=8, relative_position_max_distance=16)
+    batch = testing_utils.pretraining_batch()
+    inputs = [batch['input_word_ids'], batch['input_mask'], batch['input_type_ids']]
+    generator(inputs)
+    discriminator(inputs)
+    tables = {id(layer._attention_layer.position_bias)  # pylint: disable=protected-access
+              for encoder in (generator, discriminator) for layer in encoder.hidden_layers}
+    self.assertLen(tables, 1)
 
 if __name__ == '__main__':
   tf.test.main()
