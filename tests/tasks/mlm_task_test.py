@@ -38,6 +38,18 @@ class MlmTaskTest(tf.test.TestCase):
     # About 0.45 * first after 40 steps.
     self.assertLess(last, 0.6 * first)
 
+  def test_evaluates_at_a_longer_sequence_length_than_it_trains(self):
+    config = _task_config()
+    config.model.relative_position_bias = True
+    config.train_data.seq_length, config.train_data.max_predictions_per_seq = 16, 3
+    report = testing_utils.train_and_validation_step(task_factory.get_task(config))
+    self.assertEqual([4, 16], report.batch['input_word_ids'].shape.as_list())
+    validation_batch = next(iter(mlm_task.MlmPretrainTask(config).build_inputs(
+        config.validation_data)))
+    self.assertEqual([4, 32], validation_batch['input_word_ids'].shape.as_list())
+    self.assertTrue(np.isfinite(report.validation_loss))
+    self.assertBetween(report.validation_metrics['mlm_context_free_accuracy'], 0.0, 1.0)
+
   def test_vocab_size_mismatch_is_reported_with_the_fix(self):
     config = _task_config()
     config.model.encoder.vocab_size = 123
