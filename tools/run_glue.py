@@ -281,12 +281,18 @@ def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
   labels = dev_labels(params.task.validation_data)
   metrics = glue_metrics.compute(task, predictions, labels)
   trained_steps = params.trainer.train_steps - start_step
+  if task != 'stsb' and len(np.unique(predictions)) == 1:
+    logging.warning('%s seed %d predicted class %s for every dev example: the classifier '
+                    'collapsed to one class (try a lower learning rate or more epochs).',
+                    task, seed, predictions[0])
   return {
       'task': task,
       'seed': seed,
       'experiment': experiment,
       'init_checkpoint': params.task.init_checkpoint,
       'metrics': metrics,
+      # Distinct predicted classes on dev (None for STS-B's regression): 1 is a collapse.
+      'predicted_classes': None if task == 'stsb' else int(len(np.unique(predictions))),
       'headline_metric': glue_metrics.headline_metric(task),
       'model_garden_validation': _scalar_logs(eval_outputs[-1] if eval_outputs else None),
       'dev_examples': int(len(labels)),
@@ -310,7 +316,8 @@ def summarize(results, tasks):
     tasks: task names in table order.
 
   Returns:
-    {'tasks': {task: {'seeds', 'headline_metric', 'metrics': {name: stats}}},
+    {'tasks': {task: {'seeds', 'headline_metric', 'metrics': {name: stats},
+                      'single_class_seeds': seeds whose dev predictions were one class}},
      'glue_average': {'median', 'mean', 'tasks'}} with scores in [-1, 1]; NaN stays NaN.
   """
   summary = {'tasks': {}}
@@ -332,7 +339,9 @@ def summarize(results, tasks):
       }
     summary['tasks'][task] = {'seeds': [r['seed'] for r in runs],
                               'headline_metric': glue_metrics.headline_metric(task),
-                              'metrics': metrics}
+                              'metrics': metrics,
+                              'single_class_seeds': [r['seed'] for r in runs
+                                                     if r.get('predicted_classes') == 1]}
   headlines = [entry['metrics'][entry['headline_metric']]
                for entry in summary['tasks'].values()]
   summary['glue_average'] = {
@@ -359,6 +368,12 @@ def markdown(summary, title):
           f'| {task} | {label} | {len(entry["seeds"])} | {100 * stats["median"]:.2f} | '
           f'{100 * stats["mean"]:.2f} | {100 * stats["std"]:.2f} | '
           f'{100 * stats["min"]:.2f}-{100 * stats["max"]:.2f} |')
+  collapsed = [f'{task} seed {seed}' for task, entry in summary['tasks'].items()
+               for seed in entry.get('single_class_seeds', [])]
+  if collapsed:
+    lines += ['', f'**Warning: {len(collapsed)} run(s) predicted a single class for every dev '
+              f'example** ({", ".join(collapsed)}): their scores are the majority-class '
+              'baseline, not what the encoder learned.']
   average = summary['glue_average']
   lines += ['', f'GLUE average over {len(average["tasks"])} task(s) '
             f'({", ".join(average["tasks"])}) of the headline metric: '

@@ -230,6 +230,20 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(mtimes, [os.path.getmtime(path) for path in result_files])
     self.assertIn(table.strip(), second.stdout)
 
+  def test_single_class_runs_are_flagged_in_the_table(self):
+    run_glue = _import_run_glue()
+    results = [dict(task='sst2', seed=seed, predicted_classes=classes,
+                    metrics=dict(accuracy=accuracy))
+               for seed, classes, accuracy in ((0, 2, 0.81), (1, 1, 0.509), (2, 2, 0.80))]
+    summary = run_glue.summarize(results, ['sst2'])
+    self.assertEqual([1], summary['tasks']['sst2']['single_class_seeds'])
+    table = run_glue.markdown(summary, 'title')
+    self.assertIn('1 run(s) predicted a single class', table)
+    self.assertIn('sst2 seed 1', table)
+    results[1]['predicted_classes'] = 2
+    self.assertNotIn('single class', run_glue.markdown(run_glue.summarize(results, ['sst2']),
+                                                       'title'))
+
   def test_bad_override_is_one_line_error(self):
     result = self._run_glue(os.path.join(self.get_temp_dir(), 'bad'),
                             '--params_override=trainer.train_steps=5')
