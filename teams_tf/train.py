@@ -9,7 +9,9 @@ parses flags, reports bad experiment names, overrides and gin bindings in one li
 runs and where it writes, and adds what long runs need (`teams_tf.training`): a damaged latest
 checkpoint is set aside for the previous one, a resumed run continues its input where the
 checkpoint left it (and every worker of a multi-worker run resumes from the chief's checkpoint),
-and a non-finite loss stops the run naming the step, the loss terms and the last good checkpoint.
+a non-finite loss stops the run naming the step, the loss terms and the last good checkpoint,
+and a run stops at its training-FLOP or wall-clock budget (`trainer.max_train_flops`,
+`trainer.max_train_minutes`).
 """
 
 import os
@@ -39,6 +41,7 @@ import tf_keras
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import experiments
 from teams_tf.tasks import init_checkpoint
+from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 from teams_tf.training import non_finite
 from teams_tf.training import resume
@@ -126,6 +129,10 @@ def main(_):
           'to 0.')
   _parse_gin()
   params = _parse_params()
+  try:
+    budgets.resolve(params)  # A FLOP budget becomes train_steps before params.yaml is written.
+  except ValueError as e:
+    _fail(str(e))
   model_dir = FLAGS.model_dir
   if params.runtime.mixed_precision_dtype:
     performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)

@@ -69,48 +69,10 @@ def experiment_params(objective_key, size, seq_length, batch_size, predictions, 
   return params
 
 
-def _encoder_dims(config):
-  return dict(layers=config.num_layers, hidden=config.hidden_size,
-              intermediate=config.intermediate_size, heads=config.num_attention_heads,
-              embedding=config.embedding_size or config.hidden_size)
-
-
-def our_shapes(objective_key, model_config, batch, seq_length, predictions):
+def our_shapes(model_config, batch, seq_length, predictions):
   """(objective for `pretrain_flops.step_flops`, its shapes) of one of our model configs."""
-  from teams_tf.models import coco_lm_pretrainer  # pylint: disable=g-import-not-at-top
-  from teams_tf.models import teams_pretrainer  # pylint: disable=g-import-not-at-top
-  from teams_tf.networks import shared_encoders  # pylint: disable=g-import-not-at-top
-  objective = OBJECTIVES[objective_key][0]
-  encoder = model_config.encoder
-  shapes = dict(batch=batch, seq_length=seq_length, predictions=predictions,
-                vocab_size=encoder.vocab_size, encoder=_encoder_dims(encoder),
-                embedding=encoder.embedding_size or encoder.hidden_size)
-  if objective in ('teams', 'electra'):
-    layout = teams_pretrainer.resolve_layout(model_config)
-    generator = shared_encoders.generator_encoder_config(
-        encoder, model_config.generator_width_fraction)
-    generator.num_layers = layout['num_generator_layers']
-    shapes.update(generator=_encoder_dims(generator), num_negatives=layout['num_negatives'],
-                  rtd_head=model_config.rtd_head_type if layout['rtd_head_input_layer'] else None,
-                  mws_task_layer=model_config.mws_task_layer)
-    objective = 'teams' if layout['num_negatives'] else 'electra'
-  elif objective == 'script':
-    shapes.update(straight_through=model_config.straight_through)
-  elif objective == 'taco':
-    shapes.update(num_negatives=model_config.num_negatives,
-                  mlm_all_positions=model_config.mlm_positions == 'all')
-  elif objective == 'coco_lm':
-    generator = None
-    if model_config.replacement == 'auxiliary':
-      generator = _encoder_dims(shared_encoders.generator_encoder_config(
-          encoder, model_config.generator_width_fraction))
-      generator['layers'] = model_config.num_generator_layers
-    shapes.update(
-        generator=generator, sample_without_dropout=model_config.sample_without_dropout,
-        lm_positions=model_config.lm_positions if model_config.lm_loss_weight else None,
-        crop_length=(coco_lm_pretrainer.max_crop_length(seq_length, model_config.crop_fraction)
-                     if model_config.scl_loss_weight else 0))
-  return objective, shapes
+  from teams_tf.training import experiment_flops  # pylint: disable=g-import-not-at-top
+  return experiment_flops.model_shapes(model_config, batch, seq_length, predictions)
 
 
 def official_teams_config(model_config):
@@ -186,7 +148,7 @@ def official_electra_config(model_config, seq_length, predictions):
 
 def hf_shapes(params, batch, seq_length, predictions):
   """Shapes and optimiser values of our ELECTRA experiment, for the PyTorch process."""
-  shapes = our_shapes('electra', params.task.model, batch, seq_length, predictions)[1]
+  shapes = our_shapes(params.task.model, batch, seq_length, predictions)[1]
   optimizer = params.trainer.optimizer_config
   return dict(shapes, max_position_embeddings=params.task.model.encoder.max_position_embeddings,
               learning_rate=optimizer.learning_rate.polynomial.initial_learning_rate,
@@ -202,7 +164,7 @@ def _official_params(params, spec):
   if spec['objective'] == 'teams':
     from official.projects.teams import teams_task  # pylint: disable=g-import-not-at-top
     task = teams_task.TeamsPretrainTaskConfig(model=official_teams_config(model_config))
-    shapes = our_shapes('teams', model_config, spec['batch_size'], spec['seq_length'],
+    shapes = our_shapes(model_config, spec['batch_size'], spec['seq_length'],
                         spec['predictions'])[1]
     shapes['rtd_head'] = 'official_attention'
     flops_objective = 'teams'
@@ -213,7 +175,7 @@ def _official_params(params, spec):
     task = electra_task.ElectraPretrainConfig(
         model=official_electra_config(model_config, spec['seq_length'], spec['predictions']),
         train_data=pretrain_dataloader.BertPretrainDataConfig(use_next_sentence_label=False))
-    flops_objective, shapes = our_shapes('electra', model_config, spec['batch_size'],
+    flops_objective, shapes = our_shapes(model_config, spec['batch_size'],
                                          spec['seq_length'], spec['predictions'])
   else:
     raise ValueError(f"No Model Garden implementation of {spec['objective']!r}.")
@@ -336,9 +298,8 @@ def build_tf_step(spec):
     performance.set_mixed_precision_policy(precision)
   tf_keras.utils.set_random_seed(spec.get('seed', 0))  # Same initial weights in every run.
   if spec['implementation'] == 'ours':
-    flops_objective, shapes = our_shapes(spec['objective'], params.task.model,
-                                         spec['batch_size'], spec['seq_length'],
-                                         spec['predictions'])
+    flops_objective, shapes = our_shapes(params.task.model, spec['batch_size'],
+                                         spec['seq_length'], spec['predictions'])
   else:
     params, flops_objective, shapes = _official_params(params, spec)
   flops, terms = pretrain_flops.step_flops(flops_objective, shapes)

@@ -27,6 +27,7 @@ from official.core import exp_factory
 from teams_tf.configs import encoders
 from teams_tf.configs import models
 from teams_tf.configs import optimization
+from teams_tf.configs import trainer
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
@@ -216,7 +217,7 @@ def _experiment(model, task_config_cls, learning_rate, batch_size, train_steps, 
           model=model,
           train_data=_data('sample:train', True, seq_length, batch_size),
           validation_data=_data('sample:valid', False, seq_length, eval_batch_size)),
-      trainer=cfg.TrainerConfig(
+      trainer=trainer.PretrainTrainerConfig(
           train_steps=train_steps,
           optimizer_config=optimization.adamw_linear_decay(
               learning_rate, train_steps, warmup_steps, adam_epsilon),

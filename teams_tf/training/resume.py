@@ -9,7 +9,8 @@ s × (replicas per pipeline) batches. Skipping reads the skipped data (tf.data h
 into text or TFRecords): it costs the input pipeline's time for those batches, not the model's.
 
 `ExperimentRunner` is Model Garden's runner with one fix for multi-worker runs: every worker,
-not only the chief, resumes from the chief's latest checkpoint.
+not only the chief, resumes from the chief's latest checkpoint; it also stops a run at its
+wall-clock budget (`training.budgets`).
 """
 
 import functools
@@ -23,6 +24,7 @@ from official.core import base_trainer
 from official.core import train_lib
 from official.core import train_utils
 
+from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 
 
@@ -71,15 +73,42 @@ class ExperimentRunner(train_lib.OrbitExperimentRunner):
   restores the chief's checkpoint instead: it runs exactly where the chief restores (the
   manager's `restore_or_initialize`), so both create the same variables in the same order, and the
   worker counts its checkpoint interval from the restored step, as the chief's manager does.
+
+  With `trainer.max_train_minutes` set, training runs under `budgets.WallClockController`; when it
+  reports the budget spent, `run` saves a checkpoint at that step and then evaluates if the mode
+  would have evaluated at the end of training (train_and_eval, train_and_post_eval).
   """
 
   def __init__(self, *, chief_checkpoint: Optional[str], **kwargs):
     """`chief_checkpoint`: on a non-chief worker, the checkpoint the chief resumes from; else None.
 
-    The other arguments are `train_lib.OrbitExperimentRunner`'s.
+    The other arguments are `train_lib.OrbitExperimentRunner`'s; `params` must have been through
+    `budgets.resolve`.
     """
     self._chief_checkpoint = chief_checkpoint
+    trainer_config = kwargs['params'].trainer
+    max_train_minutes = getattr(trainer_config, 'max_train_minutes', None)
+    if max_train_minutes is not None:
+      kwargs['controller_cls'] = functools.partial(
+          budgets.WallClockController, max_train_minutes=max_train_minutes,
+          train_steps=trainer_config.train_steps)
+    self._final_evaluation = kwargs['mode'] in ('train_and_eval', 'train_and_post_eval') or (
+        kwargs.get('run_post_eval', False))
     super().__init__(**kwargs)
+
+  def run(self):
+    """Model Garden's `run`; at a wall-clock stop, a checkpoint and the final evaluation."""
+    try:
+      return super().run()
+    except budgets.WallClockBudgetReached as stop:
+      logging.info('%s; stopping: saving a checkpoint%s.', stop,
+                   ' and running the final evaluation' if self._final_evaluation else '')
+      with self.strategy.scope():
+        self.controller.save_checkpoint()
+        if not self._final_evaluation:
+          return self.trainer.model, {}
+        return self.trainer.model, self.controller.evaluate(
+            steps=self.params.trainer.validation_steps)
 
   def _maybe_build_checkpoint_manager(self):
     manager = super()._maybe_build_checkpoint_manager()

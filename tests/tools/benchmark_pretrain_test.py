@@ -110,14 +110,14 @@ class BenchmarkPretrainTest(tf.test.TestCase):
     vocab_size = testing_utils.sample_vocab_size()
     params = pretrain_benchmark_variants.experiment_params('teams', 'tiny', _T, _B, _P, 0)
     objective, shapes = pretrain_benchmark_variants.our_shapes(
-        'teams', params.task.model, _B, _T, _P)
+        params.task.model, _B, _T, _P)
     self.assertEqual(_teams_flops(_B, _T, _P, vocab_size, layers=4, h=64, e=32, i=256,
                                   generator_layers=2, k=5),
                      pretrain_flops.step_flops(objective, shapes)[0])
     # Model Garden TEAMS at teams_small, B=32, T=128, P=20, V=30522: issue 9's ≈ 416 GFLOP.
     params = pretrain_benchmark_variants.experiment_params('teams', 'small', 128, 32, 20, 30522)
     objective, shapes = pretrain_benchmark_variants.our_shapes(
-        'teams', params.task.model, 32, 128, 20)
+        params.task.model, 32, 128, 20)
     official = _teams_flops(32, 128, 20, 30522, layers=12, h=256, e=128, i=1024,
                             generator_layers=6, k=5, official=True)
     self.assertEqual(official, pretrain_flops.step_flops(
