@@ -40,7 +40,10 @@ from teams_tf.tasks import teams_task
 # ELECTRA Table 6 "Generator Size": multiplier of hidden size, FFN size and heads; the
 # generator is as deep as the discriminator (ELECTRA §3.2). 'demo' (not from a paper) halves the
 # tiny width, the narrowest that keeps whole attention heads.
-_ELECTRA_GENERATOR_WIDTH = {'small': 1 / 4, 'base': 1 / 3, 'large': 1 / 4, 'demo': 1 / 2}
+# 'mini' takes 1/2, the wide end of ELECTRA's best range ("1/4-1/2 the size of the
+# discriminator", §3.2); with its 2 heads a quarter-width generator would have half a head.
+_ELECTRA_GENERATOR_WIDTH = {'small': 1 / 4, 'base': 1 / 3, 'large': 1 / 4, 'demo': 1 / 2,
+                            'mini': 1 / 2}
 
 
 def _electra_fields(size, encoder):
@@ -52,7 +55,7 @@ def _electra_fields(size, encoder):
 
 # COCO-LM §4: the auxiliary Transformer has the main one's width and 4 layers for a 12-layer main
 # model (base; small has the same depth), 6 for 24 (large). 'demo' keeps the ~1/3 ratio.
-_COCO_LM_AUXILIARY_LAYERS = {'small': 4, 'base': 4, 'large': 6, 'demo': 1}
+_COCO_LM_AUXILIARY_LAYERS = {'small': 4, 'base': 4, 'large': 6, 'demo': 1, 'mini': 1}
 
 # name: (task config class, model config class, description, model fields(size, encoder)).
 # Fields not returned keep the paper defaults of the model dataclass.
@@ -279,23 +282,73 @@ def _demo(objective, variant):
           validation_interval=200, validation_steps=-1, max_to_keep=3))
 
 
+# The mini recipe: what a 4-layer, 128-wide encoder needs to leave the frequency plateau on 2 CPU
+# cores, the same for every objective. Departures from the papers (all of them BERT/ELECTRA
+# defaults otherwise): 40% of the tokens masked in training (Wettig et al. 2022, "Should You Mask
+# 15% in Masked Language Modeling?"; evaluation keeps 15%), pre-LN blocks (`norm_first`) and no
+# dropout (Geiping & Goldstein 2022, "Cramming"), T = 64, a peak learning rate of 2e-3 with 300
+# warmup steps and linear decay (Izsak et al. 2021), and a T5 relative position bias in every
+# encoder (COCO-LM §4; for every objective, so that they stay comparable). With 15% masking every
+# variant tried stayed on the plateau for 2,500 steps; with 40% and absolute positions only a BERT
+# left it after about 2,000 steps, with the bias after about 600 (benchmarks/learning_recipe.md).
+_MINI = dict(mask_rate=0.4, seq_length=64, batch_size=64, learning_rate=2e-3, warmup_steps=300,
+             train_steps=10_000, eval_mask_rate=0.15)
+
+
+def _predictions(mask_rate, seq_length):
+  """P for a mask rate: every masked token of a full sequence ([CLS] and [SEP] excluded)."""
+  return round(mask_rate * (seq_length - 2))
+
+
+def _mini(objective, variant):
+  """The learning benchmark's recipe (`_MINI`) for an objective, on the embedded sample."""
+  encoder = encoders.encoder_config('mini', vocab_size=_sample_vocab_size(),
+                                    max_position_embeddings=_MINI['seq_length'])
+  encoder.norm_first = True
+  encoder.dropout_rate = encoder.attention_dropout_rate = 0.0
+  task_config_cls, model = _model(objective, 'mini', variant, encoder)
+  # COCO-LM's Table 3 "w/o. Rel-Pos" is the one variant that turns it off.
+  model.relative_position_bias = variant != 'no_rel_pos'
+  config = _experiment(
+      model, task_config_cls,
+      learning_rate=_MINI['learning_rate'],
+      batch_size=_MINI['batch_size'],
+      train_steps=_MINI['train_steps'],
+      warmup_steps=_MINI['warmup_steps'],
+      seq_length=_MINI['seq_length'],
+      eval_batch_size=_MINI['batch_size'],
+      trainer_overrides=dict(
+          steps_per_loop=100, summary_interval=100, checkpoint_interval=500,
+          validation_interval=500, validation_steps=50, max_to_keep=2))
+  train_data, validation_data = config.task.train_data, config.task.validation_data
+  train_data.mask_rate = _MINI['mask_rate']
+  train_data.max_predictions_per_seq = _predictions(_MINI['mask_rate'], _MINI['seq_length'])
+  validation_data.mask_rate = _MINI['eval_mask_rate']
+  validation_data.max_predictions_per_seq = _predictions(_MINI['eval_mask_rate'],
+                                                         _MINI['seq_length'])
+  return config
+
+
 _SIZE_DESCRIPTIONS = {
     'small': 'small, Table 5 (12 layers, H 256, E 128; lr 5e-4, batch 256, 500k steps)',
     'base': 'base, Table 5 (12 layers, H 768; lr 2e-4, batch 256, 1M steps)',
     'large': 'large, Table 5 (24 layers, H 1024; lr 2e-4, batch 2048, 1.76M steps)',
     'demo': 'demo (4 layers, H 64; 400 steps on the embedded sample, minutes on a CPU)',
+    'mini': ('mini, the learning benchmark (4 layers, H 128, pre-LN, no dropout, relative '
+             'positions; 40% masking, T 64, batch 64, lr 2e-3, 10k steps)'),
 }
 
 
 def sizes(objective):
-  """The sizes an objective is registered at: its paper's, or every Table 5 size, and demo."""
+  """The sizes an objective is registered at: its paper's, or every Table 5 size; demo, mini."""
   paper_sizes = _OWN_SETTINGS.get(objective, _TABLE5_OPTIMIZATION)
-  return [size for size in _SIZE_DESCRIPTIONS if size in paper_sizes or size == 'demo']
+  return [size for size in _SIZE_DESCRIPTIONS
+          if size in paper_sizes or size in ('demo', 'mini')]
 
 
 def _size_description(objective, size, variant=None):
   paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
-  if paper not in _OWN_SETTINGS or size == 'demo':
+  if paper not in _OWN_SETTINGS or size in ('demo', 'mini'):
     return _SIZE_DESCRIPTIONS[size]
   settings = _OWN_SETTINGS[paper][size]
   layers, hidden = encoders.encoder_config(settings.encoder_size).num_layers, (
@@ -309,7 +362,7 @@ def pretraining_experiment(objective, size, variant=None):
 
   Args:
     objective: a key of `_OBJECTIVES` ('teams', 'electra', 'bert', 'mws', 'coco_lm', 'script').
-    size: one of `sizes(objective)`: 'small', 'base', 'large' (Table 5) or 'demo'.
+    size: one of `sizes(objective)`: 'small', 'base', 'large' (Table 5), 'demo' or 'mini'.
     variant: None or a key of `_VARIANTS` that applies to the objective.
 
   Returns:
@@ -328,6 +381,8 @@ def pretraining_experiment(objective, size, variant=None):
     raise ValueError(f'{paper} has no size {size!r}; use one of {sizes(paper)}.')
   if size == 'demo':
     return _demo(objective, variant)
+  if size == 'mini':
+    return _mini(objective, variant)
   return _paper_size(objective, size, variant)
 
 
@@ -345,17 +400,23 @@ def _register(objective, size, variant=None):
 for _objective in _OBJECTIVES:
   for _size in sizes(_objective):
     _register(_objective, _size)
-for _size in _TABLE5_OPTIMIZATION:
+for _size in (*_TABLE5_OPTIMIZATION, 'mini'):
   _register('electra', _size, 'teams_reimpl')
 for _variant in ('ffn_heads', 'top_task_layers', 'rtd_outputs', 'hardest'):
   _register('teams', 'small', _variant)
-for _size in ('small', 'base'):  # Table 4 reports small and base.
+# The other two keep a stack that is not the discriminator, which a relative position bias rules
+# out (`teams_pretrainer.resolve_layout`).
+for _variant in ('ffn_heads', 'hardest'):
+  _register('teams', 'mini', _variant)
+# Table 4 reports small and base; mini for the learning benchmark.
+for _size in ('small', 'base', 'mini'):
   _register('teams', _size, 'full_tie')
   _register('teams', _size, 'no_tie')
   for _variant in COCO_LM_ABLATIONS:
     _register('coco_lm', _size, _variant)
   for _variant in ('concentrated', 'mlm_tp'):
     _register('taco', _size, _variant)
+for _size in ('small', 'base'):  # mini is one recipe for every objective.
   _register('bert', _size, 'taco_settings')
 
 

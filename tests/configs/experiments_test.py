@@ -76,7 +76,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
                        (layout['num_generator_layers'], layout['num_shared_layers'],
                         layout['rtd_head_input_layer'], layout['kept_encoder_layers']))
 
-  @parameterized.parameters('small', 'base', 'large', 'demo')
+  @parameterized.parameters('small', 'base', 'large', 'demo', 'mini')
   def test_bert_is_mlm_only_and_otherwise_equals_teams(self, size):
     # Table 1 compares BERT and TEAMS at equal architecture, data and optimisation (§4.1).
     bert = exp_factory.get_exp_config(f'bert_{size}')
@@ -84,8 +84,24 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     bert = bert.as_dict()
     teams = exp_factory.get_exp_config(f'teams_{size}').as_dict()
     bert_model, teams_model = bert['task'].pop('model'), teams['task'].pop('model')
-    self.assertEqual({'encoder': teams_model['encoder']}, bert_model)
+    # Every field BERT's model has (encoder, positions, output tie) is TEAMS'.
+    self.assertEqual({name: teams_model[name] for name in bert_model}, bert_model)
     self.assertEqual(teams, bert)
+
+  @parameterized.parameters('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
+  def test_mini_is_one_recipe_that_builds_and_trains(self, objective):
+    params = exp_factory.get_exp_config(f'{objective}_mini')
+    train, validation = params.task.train_data, params.task.validation_data
+    encoder = params.task.model.encoder
+    recipe = (train.mask_rate, validation.mask_rate, train.seq_length, train.global_batch_size,
+              train.max_predictions_per_seq, encoder.norm_first, encoder.dropout_rate,
+              encoder.hidden_size, params.task.model.relative_position_bias)
+    self.assertEqual((0.4, 0.15, 64, 64, 25, True, 0.0, 128, True), recipe)
+    # One step on a small batch of real sample text trains with finite losses.
+    train.global_batch_size = validation.global_batch_size = 4
+    report = testing_utils.train_and_validation_step(task_factory.get_task(params.task))
+    self.assertTrue(np.isfinite(report.train_loss))
+    self.assertTrue(np.isfinite(report.validation_loss))
 
   @parameterized.named_parameters(
       (f'{objective}_{variant}' if variant else objective, objective, variant)

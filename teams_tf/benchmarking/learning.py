@@ -1,0 +1,289 @@
+"""Learning benchmark: held-out metrics of every mini objective against training FLOPs and time.
+
+Each objective's `<objective>_mini` experiment pretrains with `python -m teams_tf.train` on a
+corpus (the shared English Wikipedia extract: wiki_00-48 for training, wiki_49 held out) at one
+training-FLOP budget (`trainer.max_train_flops`), evaluating every `validation_interval` steps.
+A run is one unit of work: it resumes from its own checkpoints when interrupted, and its result
+file (`<out_dir>/<objective>.json`: the validation curve with FLOPs and wall time) is written when
+it ends, so the report fills in across sessions. The report (`learning.md`, `learning.json`,
+`learning_*.png`) puts each objective's last evaluation beside its targets and trivial baselines.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Optional
+
+from teams_tf.data import atomic_files
+
+OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+  """A held-out metric that must reach `threshold`; `baseline` names its trivial level.
+
+  `baseline` is a metric name reported in the same evaluation (e.g. the context-free MLM
+  accuracy) or a number written as a string (e.g. '0.5' for an AUC).
+  """
+  metric: str
+  threshold: float
+  baseline: str
+
+
+# Issue targets (held-out, within the budget). The MLM baseline is frequency guessing plus
+# copying (`tasks/mlm_baseline.py`); chance for an AUC is 0.5, for MWS 1/(K + 1) = 1/6 (K = 5).
+TARGETS = {
+    'bert': (Target('mlm_accuracy', 0.45, 'mlm_context_free_accuracy'),),
+    'electra': (Target('mlm_accuracy', 0.30, 'mlm_context_free_accuracy'),
+                Target('rtd_auc', 0.85, '0.5')),
+    'teams': (Target('mlm_accuracy', 0.30, 'mlm_context_free_accuracy'),
+              Target('rtd_auc', 0.85, '0.5'), Target('mws_accuracy', 0.5, '0.1667')),
+    'mws': (Target('mlm_accuracy', 0.30, 'mlm_context_free_accuracy'),
+            Target('mws_accuracy', 0.5, '0.1667')),
+    # COCO-LM's main task is corrective LM: the copy (RTD) AUC; its auxiliary MLM as for ELECTRA.
+    'coco_lm': (Target('mlm_accuracy', 0.30, 'mlm_context_free_accuracy'),
+                Target('copy_auc', 0.85, '0.5')),
+    'taco': (Target('mlm_accuracy', 0.30, 'mlm_context_free_accuracy'),),
+    # SCRIPT's critic scores its own samples, which get harder as its MLM improves.
+    'script': (Target('mlm_accuracy', 0.30, 'mlm_context_free_accuracy'),
+               Target('disc_auc', 0.75, '0.5')),
+}
+
+
+@dataclasses.dataclass
+class Setup:
+  """Where the data is and what every run shares.
+
+  Attributes:
+    train_input: training input_path (files or globs, comma-separated).
+    validation_input: held-out input_path.
+    input_format: 'text' or 'tfrecord' (records from tools/create_pretraining_data.py).
+    vocab_file: the WordPiece vocabulary of the inputs.
+    vocab_size: its size.
+    max_train_flops: the training-FLOP budget of every run.
+    validation_interval: steps between evaluations.
+    validation_steps: batches per evaluation.
+    work_dir: run directories (checkpoints, summaries) go to `<work_dir>/<objective>`.
+    out_dir: result files and the report.
+  """
+  train_input: str
+  validation_input: str
+  input_format: str
+  vocab_file: str
+  vocab_size: int
+  max_train_flops: float
+  validation_interval: int
+  validation_steps: int
+  work_dir: str
+  out_dir: str
+
+
+def overrides(setup: Setup) -> str:
+  """The --params_override of every run."""
+  fields = {
+      'task.train_data.input_path': setup.train_input,
+      'task.validation_data.input_path': setup.validation_input,
+      'task.train_data.input_format': setup.input_format,
+      'task.validation_data.input_format': setup.input_format,
+      'task.train_data.vocab_file': setup.vocab_file,
+      'task.validation_data.vocab_file': setup.vocab_file,
+      'task.model.encoder.vocab_size': setup.vocab_size,
+      'trainer.max_train_flops': setup.max_train_flops,
+      'trainer.validation_interval': setup.validation_interval,
+      'trainer.validation_steps': setup.validation_steps,
+  }
+  return ','.join(f'{key}={value}' for key, value in fields.items())
+
+
+def train_command(objective: str, setup: Setup) -> list[str]:
+  """The `teams_tf.train` command line of one objective's run."""
+  return [sys.executable, '-m', 'teams_tf.train', f'--experiment={objective}_mini',
+          '--mode=train_and_eval', f'--model_dir={os.path.join(setup.work_dir, objective)}',
+          f'--params_override={overrides(setup)}']
+
+
+def read_scalars(event_dir: str) -> dict[int, dict[str, float]]:
+  """Step -> {tag: value, 'wall_time': seconds} from the TensorBoard events under `event_dir`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  scalars = {}
+  for path in sorted(glob.glob(os.path.join(event_dir, 'events.out.tfevents.*'))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        number = (float(tf.make_ndarray(value.tensor)) if value.HasField('tensor')
+                  else float(value.simple_value))
+        row = scalars.setdefault(int(event.step), {})
+        row[value.tag] = number
+        row['wall_time'] = event.wall_time
+  return scalars
+
+
+def curve(model_dir: str, flops_per_step: float) -> list[dict]:
+  """The validation curve of a run: one dict per evaluation, with FLOPs and training seconds.
+
+  Training seconds are the wall time of the training summaries since the run's first one,
+  interpolated at each evaluation step (evaluation time is not counted).
+  """
+  validation = read_scalars(os.path.join(model_dir, 'validation'))
+  train = read_scalars(os.path.join(model_dir, 'train'))
+  train_steps = sorted(train)
+  rows = []
+  for step in sorted(validation):
+    row = {k: v for k, v in validation[step].items() if k != 'wall_time'}
+    row.update(step=step, flops=step * flops_per_step)
+    done = [s for s in train_steps if s <= step]
+    if done:
+      row['train_seconds'] = _training_seconds(train, train_steps, done[-1])
+    rows.append(row)
+  return rows
+
+
+def _training_seconds(train, steps, step):
+  """Wall time from the first training summary to `step`'s, minus evaluation gaps."""
+  seconds = 0.0
+  for previous, current in zip(steps, steps[1:]):
+    if current > step:
+      break
+    seconds += train[current]['wall_time'] - train[previous]['wall_time']
+  return seconds
+
+
+def verdicts(objective: str, last: dict) -> list[dict]:
+  """Each target of `objective` against the run's last evaluation."""
+  rows = []
+  for target in TARGETS[objective]:
+    value = last.get(target.metric)
+    try:
+      baseline = float(target.baseline)
+    except ValueError:
+      baseline = last.get(target.baseline)
+    rows.append(dict(metric=target.metric, value=value, target=target.threshold,
+                     baseline=baseline, met=value is not None and value >= target.threshold))
+  return rows
+
+
+def result_path(setup: Setup, objective: str) -> str:
+  return os.path.join(setup.out_dir, f'{objective}.json')
+
+
+def run_objective(objective: str, setup: Setup, flops_per_step: float,
+                  log=print) -> Optional[dict]:
+  """Trains (or resumes) one objective and writes its result file; returns the result.
+
+  Skips a run whose result file exists. The training log goes to `<work_dir>/<objective>.log`.
+  """
+  path = result_path(setup, objective)
+  if os.path.exists(path):
+    log(f'{objective}: done ({path}); skipping')
+    with open(path) as f:
+      return json.load(f)
+  model_dir = os.path.join(setup.work_dir, objective)
+  os.makedirs(setup.work_dir, exist_ok=True)
+  command = train_command(objective, setup)
+  log(f'{objective}: training to {setup.max_train_flops:.3g} FLOPs '
+      f'({setup.max_train_flops / flops_per_step:,.0f} steps); log in {model_dir}.log')
+  start = time.monotonic()
+  with open(model_dir + '.log', 'a') as out:
+    status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+  if status:
+    log(f'{objective}: teams_tf.train exited with {status}; see {model_dir}.log')
+    return None
+  rows = curve(model_dir, flops_per_step)
+  result = dict(objective=objective, experiment=f'{objective}_mini', command=command,
+                flops_per_step=flops_per_step, curve=rows,
+                targets=verdicts(objective, rows[-1]) if rows else [],
+                session_seconds=time.monotonic() - start)
+  atomic_files.write_json(path, result)
+  log(f'{objective}: ' + ', '.join(
+      f'{v["metric"]} {v["value"]:.3f} (target {v["target"]}, baseline {v["baseline"]})'
+      for v in result['targets'] if v['value'] is not None))
+  return result
+
+
+def load_results(setup: Setup) -> dict[str, dict]:
+  """Objective -> result, for every objective whose result file exists."""
+  results = {}
+  for objective in OBJECTIVES:
+    path = result_path(setup, objective)
+    if os.path.exists(path):
+      with open(path) as f:
+        results[objective] = json.load(f)
+  return results
+
+
+def _format(value, digits=3):
+  return '—' if value is None else f'{value:.{digits}f}'
+
+
+def markdown(results: dict[str, dict], preamble: str) -> str:
+  """The report: the targets table, then each objective's validation curve."""
+  lines = [preamble, '', '## Targets (last evaluation of each run)', '',
+           '| objective | metric | held-out | target | trivial baseline | met |',
+           '|---|---|---|---|---|---|']
+  for objective in OBJECTIVES:
+    if objective not in results:
+      for target in TARGETS[objective]:
+        lines.append(f'| {objective} | {target.metric} | not run yet | {target.threshold} | '
+                     f'{target.baseline} | — |')
+      continue
+    for verdict in results[objective]['targets']:
+      lines.append(
+          f'| {objective} | {verdict["metric"]} | {_format(verdict["value"])} | '
+          f'{verdict["target"]} | {_format(verdict["baseline"])} | '
+          f'{"yes" if verdict["met"] else "**no**"} |')
+  for objective, result in results.items():
+    metrics = [t.metric for t in TARGETS[objective]] + ['mlm_context_free_accuracy']
+    lines += ['', f'## {objective}_mini', '',
+              f'{result["flops_per_step"]:.3g} training FLOPs per step.', '',
+              '| step | PFLOPs | training minutes | ' + ' | '.join(metrics) + ' |',
+              '|---' * (3 + len(metrics)) + '|']
+    for row in result['curve']:
+      minutes = row.get('train_seconds')
+      lines.append(
+          f'| {row["step"]:,} | {row["flops"] / 1e15:.2f} | '
+          f'{"—" if minutes is None else f"{minutes / 60:.1f}"} | ' +
+          ' | '.join(_format(row.get(metric)) for metric in metrics) + ' |')
+  return '\n'.join(lines) + '\n'
+
+
+def plot(results: dict[str, dict], path: str) -> None:
+  """Held-out metrics against training FLOPs, one panel per metric, all objectives together."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  panels = ('mlm_accuracy', 'rtd_auc', 'mws_accuracy', 'copy_auc', 'disc_auc')
+  figure, axes = pyplot.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
+  for axis, metric in zip(axes, panels):
+    for objective, result in results.items():
+      rows = [row for row in result['curve'] if metric in row]
+      if rows:
+        axis.plot([row['flops'] for row in rows], [row[metric] for row in rows],
+                  marker='.', label=objective)
+      if metric == 'mlm_accuracy':
+        baseline = [row['mlm_context_free_accuracy'] for row in result['curve']
+                    if 'mlm_context_free_accuracy' in row]
+        if baseline:
+          axis.axhline(baseline[-1], color='gray', linestyle=':', linewidth=1)
+    axis.set_title(metric + (' (dotted: context-free)' if metric == 'mlm_accuracy' else ''))
+    axis.set_xlabel('training FLOPs')
+    axis.grid(alpha=0.3)
+    if axis.get_legend_handles_labels()[0]:
+      axis.legend(fontsize=7)
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  pyplot.close(figure)
+
+
+def write_report(setup: Setup, preamble: str) -> dict[str, dict]:
+  """Writes learning.{md,json,png} into `setup.out_dir` from the result files there."""
+  results = load_results(setup)
+  atomic_files.write_text(os.path.join(setup.out_dir, 'learning.md'),
+                          markdown(results, preamble))
+  atomic_files.write_json(os.path.join(setup.out_dir, 'learning.json'), results)
+  if results:
+    plot(results, os.path.join(setup.out_dir, 'learning.png'))
+  return results

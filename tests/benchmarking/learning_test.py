@@ -1,0 +1,76 @@
+"""The learning benchmark's bookkeeping: curves from summaries, verdicts, skip, report."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from teams_tf.benchmarking import learning
+
+
+def _write_events(directory, rows):
+  """Scalar summaries {step: {tag: value}} as Model Garden's trainer writes them."""
+  writer = tf.summary.create_file_writer(directory)
+  with writer.as_default():
+    for step, values in rows.items():
+      for tag, value in values.items():
+        tf.summary.scalar(tag, value, step=step)
+  writer.close()
+
+
+def _setup(root):
+  return learning.Setup(
+      train_input='t', validation_input='v', input_format='tfrecord', vocab_file='vocab.txt',
+      vocab_size=100, max_train_flops=1e12, validation_interval=10, validation_steps=2,
+      work_dir=os.path.join(root, 'work'), out_dir=os.path.join(root, 'out'))
+
+
+class LearningTest(tf.test.TestCase):
+
+  def test_curve_has_flops_and_metrics_of_every_evaluation(self):
+    model_dir = self.get_temp_dir()
+    _write_events(os.path.join(model_dir, 'validation'), {
+        10: dict(mlm_accuracy=0.1, mlm_context_free_accuracy=0.12),
+        20: dict(mlm_accuracy=0.5, mlm_context_free_accuracy=0.12)})
+    _write_events(os.path.join(model_dir, 'train'), {s: dict(training_loss=1.0)
+                                                     for s in (5, 10, 15, 20)})
+    rows = learning.curve(model_dir, flops_per_step=2.0)
+    self.assertEqual([10, 20], [row['step'] for row in rows])
+    self.assertEqual([20.0, 40.0], [row['flops'] for row in rows])
+    self.assertAllClose([0.1, 0.5], [row['mlm_accuracy'] for row in rows])
+    self.assertLessEqual(rows[0]['train_seconds'], rows[1]['train_seconds'])
+    verdicts = learning.verdicts('bert', rows[-1])
+    self.assertEqual([dict(metric='mlm_accuracy', value=rows[-1]['mlm_accuracy'], target=0.45,
+                           baseline=rows[-1]['mlm_context_free_accuracy'], met=True)], verdicts)
+    self.assertFalse(learning.verdicts('bert', rows[0])[0]['met'])
+
+  def test_finished_objective_is_skipped_and_reported(self):
+    setup = _setup(self.get_temp_dir())
+    os.makedirs(setup.out_dir)
+    result = dict(objective='teams', flops_per_step=3e9, targets=[
+        dict(metric='rtd_auc', value=0.9, target=0.85, baseline=0.5, met=True)],
+                  curve=[dict(step=500, flops=1.5e12, train_seconds=60.0, rtd_auc=0.9)])
+    with open(learning.result_path(setup, 'teams'), 'w') as f:
+      json.dump(result, f)
+    # A finished unit does not train again (there is no data here: training would fail).
+    self.assertEqual(result, learning.run_objective('teams', setup, 3e9, log=lambda _: None))
+    results = learning.write_report(setup, '# title')
+    self.assertEqual(['teams'], list(results))
+    with open(os.path.join(setup.out_dir, 'learning.md')) as f:
+      report = f.read()
+    self.assertIn('| teams | rtd_auc | 0.900 | 0.85 | 0.500 | yes |', report)
+    self.assertIn('| bert | mlm_accuracy | not run yet | 0.45 |', report)
+    self.assertTrue(os.path.getsize(os.path.join(setup.out_dir, 'learning.png')) > 1000)
+
+  def test_runs_share_data_and_budget_overrides(self):
+    setup = _setup(self.get_temp_dir())
+    command = learning.train_command('electra', setup)
+    self.assertIn('--experiment=electra_mini', command)
+    override = [arg for arg in command if arg.startswith('--params_override=')][0]
+    for field in ('trainer.max_train_flops=1000000000000.0', 'task.model.encoder.vocab_size=100',
+                  'task.train_data.input_format=tfrecord'):
+      self.assertIn(field, override)
+
+
+if __name__ == '__main__':
+  tf.test.main()
