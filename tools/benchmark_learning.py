@@ -44,9 +44,14 @@ def _run(command):
   subprocess.run(command, check=True)
 
 
-def _prepare(work_dir):
+def _prepare(work_dir, seq_length):
   """Vocabulary and records under `work_dir`, built once; returns (vocab, train, validation)."""
   corpus = _CORPUS.value
+  missing = [f'wiki_{i:02d}.txt' for i in range(50)
+             if not os.path.exists(os.path.join(corpus, f'wiki_{i:02d}.txt'))]
+  if missing:
+    sys.exit(f'error: --corpus_dir={corpus} lacks {", ".join(missing[:3])}...; point it at the '
+             'shared Wikipedia extract (shared/data/corpus/enwiki_2015_extract).')
   train_files = ','.join(os.path.join(corpus, f'wiki_{i:02d}.txt') for i in range(49))
   held_out = os.path.join(corpus, 'wiki_49.txt')
   vocab = os.path.join(work_dir, f'vocab_{_VOCAB_SIZE.value}.txt')
@@ -60,7 +65,8 @@ def _prepare(work_dir):
     if not os.path.exists(os.path.join(out, 'pretrain-summary.json')):
       _run([sys.executable, os.path.join(_ROOT, 'tools', 'create_pretraining_data.py'),
             f'--input={files}', f'--vocab_file={vocab}', f'--output_dir={out}',
-            '--output_kind=unmasked', '--seq_length=64', '--num_shards=8', '--overwrite'])
+            '--output_kind=unmasked', f'--seq_length={seq_length}', '--num_shards=8',
+            '--overwrite'])
     records[split] = os.path.join(out, 'pretrain-*.tfrecord')
   return vocab, records['train'], records['valid']
 
@@ -72,12 +78,15 @@ def main(argv):
     sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES}.')
   os.makedirs(_WORK_DIR.value, exist_ok=True)
   os.makedirs(_OUT_DIR.value, exist_ok=True)
-  vocab, train, valid = _prepare(_WORK_DIR.value)
+  recipe = exp_factory.get_exp_config('bert_mini')  # Every mini objective's data and trainer.
+  seq_length = recipe.task.train_data.seq_length
+  vocab, train, valid = _prepare(_WORK_DIR.value, seq_length)
   vocab_size = tokenization.load_vocabulary(vocab).size
   setup = learning.Setup(
       train_input=train, validation_input=valid, input_format='tfrecord', vocab_file=vocab,
       vocab_size=vocab_size, max_train_flops=0.0, validation_interval=_INTERVAL.value,
-      validation_steps=50, work_dir=_WORK_DIR.value, out_dir=_OUT_DIR.value)
+      validation_steps=recipe.trainer.validation_steps, work_dir=_WORK_DIR.value,
+      out_dir=_OUT_DIR.value)
   flops = {}
   for objective in learning.OBJECTIVES:
     params = exp_factory.get_exp_config(f'{objective}_mini')
@@ -89,7 +98,9 @@ def main(argv):
       f'`python tools/benchmark_learning.py --bert_steps={_BERT_STEPS.value}`: every '
       f'`<objective>_mini` (configs/experiments.py) trained to {setup.max_train_flops:.3g} '
       f'FLOPs ({_BERT_STEPS.value:,} BERT-mini steps) on wiki_00-48 of the shared Wikipedia '
-      f'extract, held-out evaluation on wiki_49 (15% masking, 50 batches of 64 x 64 tokens) '
+      f'extract, held-out evaluation on wiki_49 '
+      f'({recipe.task.validation_data.mask_rate:.0%} masking, {setup.validation_steps} batches '
+      f'of {recipe.task.validation_data.global_batch_size} x {seq_length} tokens) '
       f'every {_INTERVAL.value} steps; corpus vocabulary of {vocab_size:,} WordPiece tokens; '
       f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores.'])
   for objective in _OBJECTIVES.value:

@@ -6,7 +6,7 @@ training-FLOP budget (`trainer.max_train_flops`), evaluating every `validation_i
 A run is one unit of work: it resumes from its own checkpoints when interrupted, and its result
 file (`<out_dir>/<objective>.json`: the validation curve with FLOPs and wall time) is written when
 it ends, so the report fills in across sessions. The report (`learning.md`, `learning.json`,
-`learning_*.png`) puts each objective's last evaluation beside its targets and trivial baselines.
+`learning.png`) puts each objective's last evaluation beside its targets and trivial baselines.
 """
 
 import dataclasses
@@ -68,7 +68,7 @@ class Setup:
     max_train_flops: the training-FLOP budget of every run.
     validation_interval: steps between evaluations.
     validation_steps: batches per evaluation.
-    work_dir: run directories (checkpoints, summaries) go to `<work_dir>/<objective>`.
+    work_dir: run directories (checkpoints, summaries) go to `<work_dir>/<objective>_<budget>`.
     out_dir: result files and the report.
   """
   train_input: str
@@ -100,10 +100,15 @@ def overrides(setup: Setup) -> str:
   return ','.join(f'{key}={value}' for key, value in fields.items())
 
 
+def run_dir(setup: Setup, objective: str) -> str:
+  """The run's model_dir, named by its budget so that another budget never resumes it."""
+  return os.path.join(setup.work_dir, f'{objective}_{setup.max_train_flops:.4g}flops')
+
+
 def train_command(objective: str, setup: Setup) -> list[str]:
   """The `teams_tf.train` command line of one objective's run."""
   return [sys.executable, '-m', 'teams_tf.train', f'--experiment={objective}_mini',
-          '--mode=train_and_eval', f'--model_dir={os.path.join(setup.work_dir, objective)}',
+          '--mode=train_and_eval', f'--model_dir={run_dir(setup, objective)}',
           f'--params_override={overrides(setup)}']
 
 
@@ -125,31 +130,46 @@ def read_scalars(event_dir: str) -> dict[int, dict[str, float]]:
 def curve(model_dir: str, flops_per_step: float) -> list[dict]:
   """The validation curve of a run: one dict per evaluation, with FLOPs and training seconds.
 
-  Training seconds are the wall time of the training summaries since the run's first one,
-  interpolated at each evaluation step (evaluation time is not counted).
+  Training seconds come from the wall times of the training summaries (`training_seconds`).
   """
   validation = read_scalars(os.path.join(model_dir, 'validation'))
   train = read_scalars(os.path.join(model_dir, 'train'))
-  train_steps = sorted(train)
+  train_times = {step: row['wall_time'] for step, row in train.items()}
   rows = []
   for step in sorted(validation):
     row = {k: v for k, v in validation[step].items() if k != 'wall_time'}
-    row.update(step=step, flops=step * flops_per_step)
-    done = [s for s in train_steps if s <= step]
-    if done:
-      row['train_seconds'] = _training_seconds(train, train_steps, done[-1])
+    row.update(step=step, flops=step * flops_per_step,
+               train_seconds=training_seconds(train_times, set(validation), step))
     rows.append(row)
   return rows
 
 
-def _training_seconds(train, steps, step):
-  """Wall time from the first training summary to `step`'s, minus evaluation gaps."""
-  seconds = 0.0
-  for previous, current in zip(steps, steps[1:]):
-    if current > step:
-      break
-    seconds += train[current]['wall_time'] - train[previous]['wall_time']
-  return seconds
+def training_seconds(train_times: dict[int, float], evaluation_steps: set[int],
+                     step: int) -> Optional[float]:
+  """Seconds of training up to `step`, from the wall times of the training summaries.
+
+  An interval between two summaries that starts at an evaluation step also holds that
+  evaluation, its checkpoint and, after a restart, the time the run was down (runs resume from
+  the checkpoints written there); such intervals are counted at the median seconds per step of
+  the other intervals. Time before the first summary (start-up, tracing) is not counted.
+
+  Args:
+    train_times: training summary step -> wall time in seconds.
+    evaluation_steps: the steps after which the run evaluated.
+    step: count up to this step.
+
+  Returns:
+    Seconds, or None when fewer than two summaries reach `step`.
+  """
+  steps = [s for s in sorted(train_times) if s <= step]
+  intervals = list(zip(steps, steps[1:]))
+  if not intervals:
+    return None
+  clean = sorted((train_times[b] - train_times[a]) / (b - a) for a, b in intervals
+                 if a not in evaluation_steps)
+  per_step = clean[len(clean) // 2] if clean else 0.0
+  return sum(train_times[b] - train_times[a] if a not in evaluation_steps else per_step * (b - a)
+             for a, b in intervals)
 
 
 def verdicts(objective: str, last: dict) -> list[dict]:
@@ -178,10 +198,14 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   """
   path = result_path(setup, objective)
   if os.path.exists(path):
-    log(f'{objective}: done ({path}); skipping')
     with open(path) as f:
-      return json.load(f)
-  model_dir = os.path.join(setup.work_dir, objective)
+      result = json.load(f)
+    if result.get('setup') != dataclasses.asdict(setup):
+      raise ValueError(f'{path} was written for other settings ({result.get("setup")}); move it '
+                       'away or choose another --out_dir to rerun.')
+    log(f'{objective}: done ({path}); skipping')
+    return result
+  model_dir = run_dir(setup, objective)
   os.makedirs(setup.work_dir, exist_ok=True)
   command = train_command(objective, setup)
   log(f'{objective}: training to {setup.max_train_flops:.3g} FLOPs '
@@ -194,6 +218,7 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
     return None
   rows = curve(model_dir, flops_per_step)
   result = dict(objective=objective, experiment=f'{objective}_mini', command=command,
+                setup=dataclasses.asdict(setup),
                 flops_per_step=flops_per_step, curve=rows,
                 targets=verdicts(objective, rows[-1]) if rows else [],
                 session_seconds=time.monotonic() - start)

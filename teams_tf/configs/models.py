@@ -19,8 +19,9 @@ class RelativePositions(base_config.Config):
 
   Attributes:
     relative_position_bias: add a T5 relative position bias (Raffel et al. 2020), one table of
-      [buckets, heads] per encoder shared by its layers, to every attention layer beside the
-      absolute position embeddings (COCO-LM §4; the mini recipe of `configs/experiments.py`,
+      [buckets, heads] per encoder shared by its layers, to every encoder layer's attention
+      beside the absolute position embeddings (task layers, e.g. TEAMS' attention RTD head, keep
+      absolute positions only) (COCO-LM §4; the mini recipe of `configs/experiments.py`,
       where it takes a 4-layer encoder off the frequency plateau in a third of the steps).
       Generator layers that are discriminator layers (TEAMS §3.2) share its table.
     relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's

@@ -214,6 +214,9 @@ def validate_config(config: model_configs.CocoLmConfig):
           f'num_generator_layers={config.num_generator_layers} must be in [1, {num_layers}] '
           '(COCO-LM: 4 for a 12-layer main Transformer, 6 for 24).')
     shared_encoders.generator_encoder_config(config.encoder, config.generator_width_fraction)
+  if config.replacement == 'random' and not config.tie_output_embeddings:
+    raise ValueError("tie_output_embeddings=False with replacement='random': there is no "
+                     'auxiliary MLM head to untie; leave it True.')
   shared_encoders.validate_relative_positions(
       model_configs.relative_position_buckets(config), config.relative_position_max_distance)
   for field in ('copy_loss_weight', 'lm_loss_weight', 'scl_loss_weight'):

@@ -1,5 +1,6 @@
 """The learning benchmark's bookkeeping: curves from summaries, verdicts, skip, report."""
 
+import dataclasses
 import json
 import os
 
@@ -38,22 +39,32 @@ class LearningTest(tf.test.TestCase):
     self.assertEqual([10, 20], [row['step'] for row in rows])
     self.assertEqual([20.0, 40.0], [row['flops'] for row in rows])
     self.assertAllClose([0.1, 0.5], [row['mlm_accuracy'] for row in rows])
-    self.assertLessEqual(rows[0]['train_seconds'], rows[1]['train_seconds'])
     verdicts = learning.verdicts('bert', rows[-1])
     self.assertEqual([dict(metric='mlm_accuracy', value=rows[-1]['mlm_accuracy'], target=0.45,
                            baseline=rows[-1]['mlm_context_free_accuracy'], met=True)], verdicts)
     self.assertFalse(learning.verdicts('bert', rows[0])[0]['met'])
 
+  def test_training_seconds_leave_out_evaluations_and_restarts(self):
+    # 1 s per step, except 10 -> 15, which holds the evaluation at step 10 and a 1-hour restart.
+    times = {5: 100.0, 10: 105.0, 15: 3710.0, 20: 3715.0}
+    self.assertEqual(15.0, learning.training_seconds(times, {10, 20}, 20))
+    self.assertEqual(5.0, learning.training_seconds(times, {10, 20}, 10))
+    self.assertIsNone(learning.training_seconds(times, {10}, 5))
+
   def test_finished_objective_is_skipped_and_reported(self):
     setup = _setup(self.get_temp_dir())
     os.makedirs(setup.out_dir)
-    result = dict(objective='teams', flops_per_step=3e9, targets=[
+    result = dict(objective='teams', flops_per_step=3e9, setup=dataclasses.asdict(setup), targets=[
         dict(metric='rtd_auc', value=0.9, target=0.85, baseline=0.5, met=True)],
                   curve=[dict(step=500, flops=1.5e12, train_seconds=60.0, rtd_auc=0.9)])
     with open(learning.result_path(setup, 'teams'), 'w') as f:
       json.dump(result, f)
     # A finished unit does not train again (there is no data here: training would fail).
     self.assertEqual(result, learning.run_objective('teams', setup, 3e9, log=lambda _: None))
+    # A result of another budget is refused, not reused.
+    other = dataclasses.replace(setup, max_train_flops=2e12)
+    with self.assertRaisesRegex(ValueError, 'other settings'):
+      learning.run_objective('teams', other, 3e9, log=lambda _: None)
     results = learning.write_report(setup, '# title')
     self.assertEqual(['teams'], list(results))
     with open(os.path.join(setup.out_dir, 'learning.md')) as f:

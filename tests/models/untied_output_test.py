@@ -51,6 +51,20 @@ class UntiedOutputTest(tf.test.TestCase, parameterized.TestCase):
                           tf.convert_to_tensor(input_grad).numpy()[absent])
 
   @parameterized.named_parameters(*_BUILDS)
+  def test_untied_table_round_trips_through_a_checkpoint(self, build, config_fn):
+    config = config_fn().replace(tie_output_embeddings=False)
+    batch = testing_utils.pretraining_batch()
+    model = build(config)
+    model(batch, training=False)
+    model.masked_lm.embedding_table.assign(
+        np.random.default_rng(0).normal(size=model.masked_lm.embedding_table.shape))
+    path = tf.train.Checkpoint(model=model).write(self.get_temp_dir() + '/ckpt')
+    restored = build(config)
+    restored(batch, training=False)
+    tf.train.Checkpoint(model=restored).read(path).assert_consumed()
+    self.assertAllClose(model.masked_lm.embedding_table, restored.masked_lm.embedding_table)
+
+  @parameterized.named_parameters(*_BUILDS)
   def test_tied_by_default(self, build, config_fn):
     model = build(config_fn())
     model(testing_utils.pretraining_batch(), training=False)
