@@ -156,7 +156,8 @@ class PretrainTask(base_task.Task):
   def build_metrics(self, training=None):
     """One mean per loss term, the task's metrics, and in evaluation the context-free baseline.
 
-    Beside an `mlm_accuracy`, evaluation reports `mlm_context_free_accuracy`
+    Beside an `mlm_accuracy`, evaluation (`training=False`, as Model Garden's trainer asks for its
+    evaluation metrics) reports `mlm_context_free_accuracy`
     (`mlm_baseline.ContextFreeMlmAccuracy`): frequency guessing plus copying, the plateau a model
     that does not read context stays on.
     """
@@ -164,7 +165,7 @@ class PretrainTask(base_task.Task):
     if training:
       metrics.append(non_finite.FirstNonFiniteStep())
     metrics += self.task_metrics()
-    if not training and any(metric.name == 'mlm_accuracy' for metric in metrics):
+    if training is False and any(metric.name == 'mlm_accuracy' for metric in metrics):
       vocab = tokenization.load_vocabulary(
           embedded.resolve_path(self.task_config.validation_data.vocab_file))
       metrics.append(mlm_baseline.ContextFreeMlmAccuracy(vocab.size, vocab.mask_id))
