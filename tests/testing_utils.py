@@ -210,3 +210,13 @@ def bert_parameter_count(encoder_config):
       encoders.EncoderConfig(type='bert_v2', bert_v2=encoder_config)))
   bert(pretraining_batch())
   return bert.count_params()
+
+
+def unmask(batch):
+  """Puts the original tokens back at the masked positions of a NumPy batch: [B, T] int32."""
+  word_ids = batch['input_word_ids'].copy()
+  for row, (positions, ids, weights) in enumerate(
+      zip(batch['masked_lm_positions'], batch['masked_lm_ids'], batch['masked_lm_weights'])):
+    real = weights > 0
+    word_ids[row, positions[real]] = ids[real]
+  return word_ids

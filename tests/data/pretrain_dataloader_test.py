@@ -9,6 +9,7 @@ import tensorflow as tf
 from official.nlp.data import data_loader_factory
 
 from teams_tf.data import pretrain_dataloader
+from tests import testing_utils
 
 # A vocabulary whose ids the tests spell out by hand.
 _TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', 'on', 'mat', '.', 'dog',
@@ -18,16 +19,6 @@ _SPECIAL_IDS = [0, 1, 2, 3, 4]
 _TEXT = 'The cat sat on the mat.\n\n   \nThe dogs ran.\ncats\n'
 # "the cat sat on the mat ." + "the dog ##s ran ." + "cat ##s": 14 tokens.
 _STREAM = [_ID[t] for t in 'the cat sat on the mat . the dog ##s ran . cat ##s'.split()]
-
-
-def _unmask(batch):
-  """Puts the original tokens back at the masked positions: [B, T] int32."""
-  word_ids = batch['input_word_ids'].copy()
-  for row, (positions, ids, weights) in enumerate(
-      zip(batch['masked_lm_positions'], batch['masked_lm_ids'], batch['masked_lm_weights'])):
-    real = weights > 0
-    word_ids[row, positions[real]] = ids[real]
-  return word_ids
 
 
 def _as_numpy(dataset):
@@ -69,7 +60,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_tiny_file_packing(self):
     batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(self._tiny_config()).load())
-    word_ids = np.concatenate([_unmask(b) for b in batches])
+    word_ids = np.concatenate([testing_utils.unmask(b) for b in batches])
     cls, sep, pad = _ID['[CLS]'], _ID['[SEP]'], _ID['[PAD]']
     # Chunks of seq_length - 2 = 4 tokens across line boundaries; blank lines are dropped.
     expected = [[cls] + _STREAM[i:i + 4] + [sep] for i in range(0, 12, 4)] + [
@@ -82,7 +73,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
   def test_masked_positions_are_consistent(self):
     config = self._tiny_config(max_predictions_per_seq=4, mask_rate=0.5)
     for batch in _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load()):
-      original = _unmask(batch)
+      original = testing_utils.unmask(batch)
       for row in range(len(original)):
         real = batch['masked_lm_weights'][row] > 0
         positions = batch['masked_lm_positions'][row][real]
@@ -98,7 +89,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     loader = pretrain_dataloader.PretrainDataLoader(config)
     vocab = loader.vocabulary
     batches = _as_numpy(loader.load())
-    word_ids = np.concatenate([_unmask(b) for b in batches])
+    word_ids = np.concatenate([testing_utils.unmask(b) for b in batches])
     lengths = np.concatenate([b['input_mask'] for b in batches]).sum(axis=1)
     self.assertGreater(len(word_ids), 100)
     self.assertAllEqual(word_ids[:, 0], np.full(len(word_ids), vocab.cls_id))
@@ -115,7 +106,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
                                             global_batch_size=64, drop_remainder=False)
     loader = pretrain_dataloader.PretrainDataLoader(config)
     batches = _as_numpy(loader.load())
-    word_ids = np.concatenate([_unmask(b) for b in batches])
+    word_ids = np.concatenate([testing_utils.unmask(b) for b in batches])
     real = np.concatenate([b['input_mask'] for b in batches]) > 0
     self.assertLess(np.mean(word_ids[real] == loader.vocabulary.unk_id), 0.01)
 
@@ -149,7 +140,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load().take(20))
     self.assertLen(batches, 20)
     for k in range(18):
-      self.assertAllEqual(_unmask(batches[k]), _unmask(batches[k + 2]))
+      self.assertAllEqual(testing_utils.unmask(batches[k]), testing_utils.unmask(batches[k + 2]))
     positions = np.stack([b['masked_lm_positions'] for b in batches[::2]])
     self.assertGreater(len({p.tobytes() for p in positions}), 1)
 
@@ -162,7 +153,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
                                            num_replicas_in_sync=2)
       batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load(context))
       self.assertTrue(all(len(b['input_word_ids']) <= 2 for b in batches))  # per-replica batch size
-      streams.append(np.concatenate([_unmask(b) for b in batches]))
+      streams.append(np.concatenate([testing_utils.unmask(b) for b in batches]))
     self.assertLen(streams[0], 4)  # all of tiny.txt
     self.assertAllEqual(streams[1], [[_ID['[CLS]'], _ID['the'], _ID['dog'], _ID['ran'], _ID['.'],
                                       _ID['[SEP]']]])
@@ -173,7 +164,7 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     for pipeline_id in range(2):
       context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id)
       batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load(context))
-      (word_ids,) = [_unmask(b) for b in batches]
+      (word_ids,) = [testing_utils.unmask(b) for b in batches]
       tokens.append(word_ids[0][1:word_ids[0].tolist().index(_ID['[SEP]'])].tolist())
     # Non-blank lines 0 and 2 go to pipeline 0, line 1 to pipeline 1.
     self.assertEqual(tokens[0], _STREAM[:7] + _STREAM[12:])

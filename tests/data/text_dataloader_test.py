@@ -12,21 +12,12 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.data import pretrain_dataloader
+from tests import testing_utils
 
 _NUM_FILES = 4
 _LINES_PER_FILE = 12
 _TOKENS = (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'f{k}' for k in range(_NUM_FILES)] +
            [f'l{i}' for i in range(_LINES_PER_FILE)])
-
-
-def _unmask(batch):
-  """Puts the original tokens back at the masked positions: [B, T] int32."""
-  word_ids = batch['input_word_ids'].copy()
-  for row, (positions, ids, weights) in enumerate(
-      zip(batch['masked_lm_positions'], batch['masked_lm_ids'], batch['masked_lm_weights'])):
-    real = weights > 0
-    word_ids[row, positions[real]] = ids[real]
-  return word_ids
 
 
 def _lines(sequence):
@@ -62,7 +53,8 @@ class TextMixingTest(tf.test.TestCase, parameterized.TestCase):
     dataset = pretrain_dataloader.PretrainDataLoader(config).load(input_context)
     if num_batches is not None:
       dataset = dataset.take(num_batches)
-    return [_unmask({key: value.numpy() for key, value in batch.items()}) for batch in dataset]
+    return [testing_utils.unmask({key: value.numpy() for key, value in batch.items()})
+            for batch in dataset]
 
   @parameterized.named_parameters(
       ('defaults', {}),

@@ -43,6 +43,19 @@ def _numpy_attention(layer, x, mask, table, num_buckets, max_distance):
   return np.einsum('btnd,ndh->bth', context, out_kernel) + out_bias
 
 
+
+def _built_encoder_pair(num_shared_layers):
+  """A tiny generator and discriminator with relative positions, called once (built)."""
+  generator, discriminator = shared_encoders.build_generator_and_discriminator(
+      testing_utils.tiny_encoder_config(), num_generator_layers=2,
+      num_shared_layers=num_shared_layers, relative_position_num_buckets=8,
+      relative_position_max_distance=16)
+  batch = testing_utils.pretraining_batch()
+  inputs = [batch['input_word_ids'], batch['input_mask'], batch['input_type_ids']]
+  generator(inputs)
+  discriminator(inputs)
+  return generator, discriminator
+
 class RelativePositionAttentionTest(tf.test.TestCase):
 
   def test_matches_numpy_attention_with_t5_bias(self):
@@ -62,13 +75,7 @@ class RelativePositionAttentionTest(tf.test.TestCase):
     self.assertAllClose(expected, layer(x, x, attention_mask=mask), atol=1e-5)
 
   def test_one_bias_table_per_encoder_shared_by_its_layers(self):
-    generator, discriminator = shared_encoders.build_generator_and_discriminator(
-        testing_utils.tiny_encoder_config(), num_generator_layers=2, num_shared_layers=0,
-        relative_position_num_buckets=8, relative_position_max_distance=16)
-    batch = testing_utils.pretraining_batch()
-    inputs = [batch['input_word_ids'], batch['input_mask'], batch['input_type_ids']]
-    generator(inputs)
-    discriminator(inputs)
+    generator, discriminator = _built_encoder_pair(num_shared_layers=0)
     tables = [{id(layer._attention_layer.position_bias)  # pylint: disable=protected-access
                for layer in encoder.hidden_layers} for encoder in (generator, discriminator)]
     self.assertLen(tables[0], 1)
@@ -78,13 +85,7 @@ class RelativePositionAttentionTest(tf.test.TestCase):
     self.assertEqual(['relative_position_bias/rel_embedding:0'], names)
 
   def test_shared_layers_share_one_bias_table(self):
-    generator, discriminator = shared_encoders.build_generator_and_discriminator(
-        testing_utils.tiny_encoder_config(), num_generator_layers=2, num_shared_layers=1,
-        relative_position_num_buckets=8, relative_position_max_distance=16)
-    batch = testing_utils.pretraining_batch()
-    inputs = [batch['input_word_ids'], batch['input_mask'], batch['input_type_ids']]
-    generator(inputs)
-    discriminator(inputs)
+    generator, discriminator = _built_encoder_pair(num_shared_layers=1)
     tables = {id(layer._attention_layer.position_bias)  # pylint: disable=protected-access
               for encoder in (generator, discriminator) for layer in encoder.hidden_layers}
     self.assertLen(tables, 1)
