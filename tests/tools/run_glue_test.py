@@ -1,5 +1,6 @@
 """tools/run_glue.py end to end on tiny GLUE fixtures; fine-tuning from TEAMS and COCO-LM."""
 
+import functools
 import importlib.util
 import json
 import os
@@ -79,7 +80,9 @@ def _save_tiny_pretraining_checkpoint(directory, objective='teams'):
       os.path.join(directory, 'ckpt'))
 
 
+@functools.lru_cache(maxsize=None)
 def _import_run_glue():
+  """tools/run_glue.py as a module, loaded once (it defines absl flags)."""
   spec = importlib.util.spec_from_file_location(
       'run_glue', os.path.join(_ROOT, 'tools', 'run_glue.py'))
   module = importlib.util.module_from_spec(spec)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+from absl import logging as absl_logging
 from absl.testing import parameterized
 import tensorflow as tf
 
@@ -74,7 +75,7 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
     params = _bert_demo()
     flops_per_step = experiment_flops.step_flops(params)
     params.trainer.max_train_flops = 7 * flops_per_step
-    with self.assertLogs(level='INFO') as logs:
+    with self.assertLogs(absl_logging.get_absl_logger(), level='INFO') as logs:
       budgets.resolve(params)
     self.assertIn('FLOP budget 1.26e9 = 7 steps of 1.79e8 FLOPs; training stops and the '
                   'schedule ends there', '\n'.join(logs.output))
@@ -106,7 +107,7 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
     params = _bert_demo(train_steps=5)
     params.trainer.max_train_flops = 6 * experiment_flops.step_flops(params)
     before = params.as_dict()
-    with self.assertLogs(level='INFO') as logs:
+    with self.assertLogs(absl_logging.get_absl_logger(), level='INFO') as logs:
       budgets.resolve(params)
     self.assertIn('= 6 steps of 1.79e8 FLOPs, more than trainer.train_steps=5: the budget does '
                   'not shorten the run', '\n'.join(logs.output))
