@@ -18,6 +18,8 @@ import sys
 import time
 from typing import Optional
 
+import tensorflow as tf
+
 from teams_tf.data import atomic_files
 
 OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
@@ -114,7 +116,6 @@ def train_command(objective: str, setup: Setup) -> list[str]:
 
 def read_scalars(event_dir: str) -> dict[int, dict[str, float]]:
   """Step -> {tag: value, 'wall_time': seconds} from the TensorBoard events under `event_dir`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   scalars = {}
   for path in sorted(glob.glob(os.path.join(event_dir, 'events.out.tfevents.*'))):
     for event in tf.compat.v1.train.summary_iterator(path):
