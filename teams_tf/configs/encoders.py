@@ -63,11 +63,13 @@ class RelativePositionEncoderConfig(encoders.BertEncoderConfig):
 
   Used as `EncoderConfig(type='any', any=RelativePositionEncoderConfig(...))`, so Model Garden's
   fine-tuning tasks build it with `networks.shared_encoders.build_relative_position_encoder`
-  (bound to this class) and restore a COCO-LM main Transformer from `init_checkpoint`.
+  (bound to this class) and restore a COCO-LM main Transformer from `init_checkpoint`. It also
+  carries pre-LN encoders (`norm_first`) with their final LayerNorm, which Model Garden's
+  `BertEncoderV2` lacks; with 0 buckets it has absolute positions only.
 
   Attributes:
     relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's
-      code and T5: 32).
+      code and T5: 32); 0 for none.
     relative_position_max_distance: distances from here on share the last bucket (128).
   """
   relative_position_num_buckets: int = 32

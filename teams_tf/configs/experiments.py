@@ -285,7 +285,8 @@ def _demo(objective, variant):
 # The mini recipe: what a 4-layer, 128-wide encoder needs to leave the frequency plateau on 2 CPU
 # cores, the same for every objective. Departures from the papers (all of them BERT/ELECTRA
 # defaults otherwise): 40% of the tokens masked in training (Wettig et al. 2022, "Should You Mask
-# 15% in Masked Language Modeling?"; evaluation keeps 15%), pre-LN blocks (`norm_first`) and no
+# 15% in Masked Language Modeling?"; evaluation keeps 15%), pre-LN blocks (`norm_first`, with
+# the final LayerNorm every pre-LN encoder here ends in) and no
 # dropout (Geiping & Goldstein 2022, "Cramming"), T = 64, a peak learning rate of 2e-3 with 300
 # warmup steps and linear decay (Izsak et al. 2021), and a T5 relative position bias in every
 # encoder (COCO-LM §4; for every objective, so that they stay comparable). With 15% masking every

@@ -38,6 +38,16 @@ def relative_position_buckets(config: RelativePositions) -> int:
   return config.relative_position_num_buckets if config.relative_position_bias else 0
 
 
+def kept_as_bert_v2(config) -> bool:
+  """Whether a pretrainer's kept encoder is saved in Model Garden's `BertEncoderV2` layout.
+
+  Not with a relative position bias, nor with pre-LN blocks (`encoder.norm_first`), whose
+  encoders end in a final LayerNorm (`networks.shared_encoders.build_encoder`); BertEncoderV2 has
+  neither, so those encoders fine-tune as `configs.encoders.RelativePositionEncoderConfig`.
+  """
+  return not config.relative_position_bias and not config.encoder.norm_first
+
+
 @dataclasses.dataclass
 class TeamsConfig(RelativePositions):
   """Generator + discriminator pretrainer: TEAMS (§3.2, Eq. 9) and, as configurations, ELECTRA.

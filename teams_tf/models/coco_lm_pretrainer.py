@@ -16,7 +16,6 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
-from official.nlp.modeling import layers
 
 from teams_tf.configs import models as model_configs
 from teams_tf.data import cropping
@@ -184,10 +183,11 @@ class CocoLmPretrainer(tf_keras.Model):
     """Extra top-level checkpoint entries (Model Garden's trainer saves them beside `model`).
 
     `encoder` is the main Transformer: laid out as Model Garden's `BertEncoderV2` when it has
-    absolute positions only (fine-tune with `encoder.type: bert_v2`), else the encoder itself,
+    its layout (`shared_encoders.has_bert_v2_layout`; fine-tune with `encoder.type: bert_v2`),
+    else (relative positions, pre-LN's final LayerNorm) the encoder itself,
     which `shared_encoders.build_relative_position_encoder` rebuilds for fine-tuning.
     """
-    if isinstance(self.discriminator_network.hidden_layers[0], layers.TransformerEncoderBlock):
+    if shared_encoders.has_bert_v2_layout(self.discriminator_network):
       return dict(encoder=shared_encoders.BertEncoderV2CheckpointView(
           self.discriminator_network))
     return dict(encoder=self.discriminator_network)

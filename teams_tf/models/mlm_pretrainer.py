@@ -62,10 +62,11 @@ def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrain
 def build_kept_encoder(config):
   """The encoder the one-encoder objectives (BERT, SCRIPT, TACO) train and keep.
 
-  With absolute positions only, Model Garden's `BertEncoderV2` whose embedding projection is
-  `shared_encoders.embedding_projection` (the same variables, a gradient without the
-  [B, T, E, H] broadcast of Model Garden's '...x,xy->...y'); it fine-tunes as `bert_v2`. With a
-  relative position bias, `shared_encoders.build_single_encoder`'s encoder, which fine-tunes as
+  When `model_configs.kept_as_bert_v2` (absolute positions, post-LN), Model Garden's
+  `BertEncoderV2` whose embedding projection is `shared_encoders.embedding_projection` (the same
+  variables, a gradient without the [B, T, E, H] broadcast of Model Garden's '...x,xy->...y'); it
+  fine-tunes as `bert_v2`. Otherwise (a relative position bias, or pre-LN blocks with their final
+  LayerNorm) `shared_encoders.build_single_encoder`'s encoder, which fine-tunes as
   `configs.encoders.RelativePositionEncoderConfig`.
 
   No pretraining loss reads the pooled [CLS] output (there is no next-sentence task), so the
@@ -81,7 +82,7 @@ def build_kept_encoder(config):
   """
   buckets = model_configs.relative_position_buckets(config)
   shared_encoders.validate_relative_positions(buckets, config.relative_position_max_distance)
-  if buckets:
+  if not model_configs.kept_as_bert_v2(config):
     encoder = shared_encoders.build_single_encoder(
         config.encoder, relative_position_num_buckets=buckets,
         relative_position_max_distance=config.relative_position_max_distance)

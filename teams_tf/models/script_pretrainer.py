@@ -138,7 +138,9 @@ def validate_config(config: model_configs.ScriptConfig):
   if config.discriminator_loss_weight < 0:
     raise ValueError(f'discriminator_loss_weight={config.discriminator_loss_weight} must be >= 0 '
                      '(α; SCRIPT: 50).')
-  if config.straight_through and config.relative_position_bias:
-    raise ValueError('straight_through=True feeds word embeddings into a BertEncoderV2, which has '
-                     'no relative position bias; set relative_position_bias=False or '
-                     'straight_through=False.')
+  if config.straight_through and not model_configs.kept_as_bert_v2(config):
+    raise ValueError(
+        'straight_through=True feeds word embeddings into a BertEncoderV2, which has no relative '
+        f'position bias (relative_position_bias={config.relative_position_bias}) and no final '
+        f'LayerNorm (encoder.norm_first={config.encoder.norm_first}); set both to False or '
+        'straight_through=False.')

@@ -178,11 +178,11 @@ class TeamsPretrainer(tf_keras.Model):
     `encoder` is the kept stack (`kept_transformer_layers` over the discriminator's embeddings)
     laid out as Model Garden's `BertEncoderV2`, so fine-tuning tasks restore it with
     `encoder.type: bert_v2`, `num_layers` = its depth, and `init_checkpoint`. With a relative
-    position bias the kept stack is the discriminator itself (`resolve_layout` allows no other),
-    saved as is, which `shared_encoders.build_relative_position_encoder` rebuilds.
+    position bias or pre-LN blocks (whose final LayerNorm BertEncoderV2 lacks) the kept stack is
+    the discriminator itself (`resolve_layout` allows no other), saved as is, which
+    `shared_encoders.build_relative_position_encoder` rebuilds.
     """
-    if not isinstance(self.discriminator_network.hidden_layers[0],
-                      layers.TransformerEncoderBlock):
+    if not shared_encoders.has_bert_v2_layout(self.discriminator_network):
       return dict(encoder=self.discriminator_network)
     return dict(encoder=shared_encoders.BertEncoderV2CheckpointView(
         self.discriminator_network, self.kept_transformer_layers))
@@ -264,13 +264,15 @@ def resolve_layout(config: model_configs.TeamsConfig):
   else:
     raise ValueError(f'exported_representation={config.exported_representation!r} must be '
                      "'top' (paper default) or 'rtd_task_layer'.")
-  if config.relative_position_bias and (config.exported_representation != 'top' or
-                                         config.mws_task_layer):
+  if not model_configs.kept_as_bert_v2(config) and (config.exported_representation != 'top' or
+                                                     config.mws_task_layer):
     raise ValueError(
-        'relative_position_bias=True keeps the discriminator itself as the encoder, but '
+        f'relative_position_bias={config.relative_position_bias} and encoder.norm_first='
+        f'{config.encoder.norm_first} keep the discriminator itself as the encoder (with its '
+        'relative position bias or final LayerNorm), but '
         f'exported_representation={config.exported_representation!r} and '
         f'mws_task_layer={config.mws_task_layer} keep another stack; use the defaults '
-        "('top', False) or absolute positions only.")
+        "('top', False), or absolute positions and post-LN blocks.")
   shared_encoders.validate_relative_positions(
       model_configs.relative_position_buckets(config), config.relative_position_max_distance)
   return dict(num_generator_layers=depth, num_shared_layers=num_shared,

@@ -253,9 +253,14 @@ def build_encoder(encoder_config, embedding_network, blocks, name):
   Returns:
     A `SharedLayerEncoder` (an EncoderScaffold) with dict outputs `sequence_output` [B, T, H],
     `pooled_output` [B, H] and `encoder_outputs` (list of every layer's [B, T, H] output, bottom
-    first).
+    first). With pre-LN blocks (`norm_first`) the last output passes a final LayerNorm
+    ('final_layer_norm'), as in every pre-LN Transformer (GPT-2, Cramming): its blocks add
+    un-normalized residuals, so without it the heads read a stream whose scale grows with depth.
+    Model Garden's `BertEncoderV2` has no such layer, so these encoders are kept as themselves
+    (`has_bert_v2_layout`).
   """
   return SharedLayerEncoder(
+      layer_norm_before_pooling=encoder_config.norm_first,
       pooled_output_dim=encoder_config.hidden_size,
       pooler_layer_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=encoder_config.initializer_range),
@@ -267,6 +272,17 @@ def build_encoder(encoder_config, embedding_network, blocks, name):
       hidden_cls=list(blocks),
       dict_outputs=True,
       name=name)
+
+
+def has_bert_v2_layout(encoder):
+  """Whether `BertEncoderV2CheckpointView` can lay `encoder` out as Model Garden's encoder.
+
+  False for blocks with a relative position bias and for a final LayerNorm (pre-LN encoders),
+  neither of which `BertEncoderV2` has; such encoders are checkpointed as themselves and
+  fine-tune through `configs.encoders.RelativePositionEncoderConfig`.
+  """
+  return (isinstance(encoder.hidden_layers[0], layers.TransformerEncoderBlock) and
+          not any(layer.name == 'final_layer_norm' for layer in encoder.layers))
 
 
 def generator_encoder_config(encoder_config, width_fraction):

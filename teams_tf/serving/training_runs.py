@@ -93,12 +93,15 @@ def kept_encoder_config(model_values, params_path, checkpoint_path):
   if 'type' in encoder_values:  # A Model Garden EncoderConfig (oneof), e.g. from BERT runs.
     return parse_model_config(encoders.EncoderConfig(), encoder_values, params_path)
   bert_config = parse_model_config(encoders.BertEncoderConfig(), encoder_values, params_path)
-  if model_values.get('relative_position_bias'):
-    # COCO-LM's main Transformer: BERT plus T5 relative positions, saved as itself.
+  relative_positions = model_values.get('relative_position_bias')
+  if relative_positions or bert_config.norm_first:
+    # Saved as itself (`configs.models.kept_as_bert_v2`): BERT plus T5 relative positions
+    # (COCO-LM's main Transformer, the mini recipe) or a pre-LN encoder's final LayerNorm.
     return encoders.EncoderConfig(type='any', any=encoder_configs.RelativePositionEncoderConfig(
         **bert_config.as_dict(),
-        relative_position_num_buckets=model_values['relative_position_num_buckets'],
-        relative_position_max_distance=model_values['relative_position_max_distance']))
+        relative_position_num_buckets=(
+            model_values['relative_position_num_buckets'] if relative_positions else 0),
+        relative_position_max_distance=model_values.get('relative_position_max_distance', 128)))
   # The other pretrainers keep a BertEncoderConfig, saved as BertEncoderV2. The kept stack can
   # differ in depth from the discriminator (TEAMS Table 3 variants), so the checkpoint, which
   # holds exactly the kept layers, sets the depth.

@@ -73,7 +73,7 @@ class RelativePositionsTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.named_parameters(
       ('teams_rtd_task_layer', teams_task.TeamsPretrainTask, teams_task.TeamsPretrainTaskConfig,
        testing_utils.tiny_teams_config, dict(exported_representation='rtd_task_layer'),
-       'keeps the discriminator itself'),
+       'keep the discriminator itself'),
       ('teams_buckets', teams_task.TeamsPretrainTask, teams_task.TeamsPretrainTaskConfig,
        testing_utils.tiny_teams_config, dict(relative_position_num_buckets=5),
        'relative_position_num_buckets=5'),
