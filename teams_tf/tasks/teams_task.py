@@ -8,10 +8,12 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
+from teams_tf.layers import token_sampling
 from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
 from teams_tf.tasks import pretrain_base
+from teams_tf.tasks import rtd_baseline
 
 
 @dataclasses.dataclass
@@ -82,6 +84,17 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
       metrics.append(tf_keras.metrics.SparseCategoricalAccuracy(name='mws_accuracy'))
     return metrics
 
+  def build_metrics(self, training=None):
+    """The base metrics; in evaluation with RTD also `rtd_context_free_auc`.
+
+    `rtd_baseline.ContextFreeRtdAuc` tells how much of `rtd_auc` token identity alone gives, which
+    falls as the generator learns unigram frequencies.
+    """
+    metrics = super().build_metrics(training)
+    if training is False and 'rtd_loss' in self.loss_weights():
+      metrics.append(rtd_baseline.ContextFreeRtdAuc(self.task_config.model.encoder.vocab_size))
+    return metrics
+
   def update_task_metrics(self, metrics, labels, model_outputs):
     weights = labels['masked_lm_weights']
     input_mask = labels['input_mask']
@@ -95,6 +108,12 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
           model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
       metrics['rtd_auc'].update_state(
           model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+      if 'rtd_context_free_auc' in metrics:
+        _, corrupted = token_sampling.replace_masked_tokens(
+            labels['input_word_ids'], labels['masked_lm_positions'], weights,
+            labels['masked_lm_ids'], model_outputs['replaced_ids'])
+        metrics['rtd_context_free_auc'].update_state(
+            corrupted, model_outputs['rtd_labels'], input_mask)
     if 'mws_logits' in model_outputs:
       metrics['mws_accuracy'].update_state(
           tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], weights)
