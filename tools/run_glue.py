@@ -7,7 +7,9 @@
 `--data_dir` holds `tools/create_glue_data.py` outputs, one folder per task:
 `<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Each (task, seed) is the
 registered experiment `glue_<task>_<size>` (TEAMS Table 6 hyper-parameters; `..._rel_pos` when the
-checkpoint's encoder has COCO-LM's relative positions) run in this process by
+checkpoint's encoder has COCO-LM's relative positions) with, when the checkpoint's folder holds the
+params.yaml of its `teams_tf.train` run, that run's kept encoder (vocabulary, pre-LN, relative
+positions, depth) in place of the size's, run in this process by
 Model Garden's `train_lib.run_experiment` (mode train_and_eval) in `<output_dir>/<task>/seed_<k>`,
 seeded with `tf_keras.utils.set_random_seed(k)` and `task.train_data.seed=k`. Train steps are the
 registered experiment's epochs (Table 6: 5) over the converted train set at its batch size, or
@@ -48,11 +50,12 @@ from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import finetune_experiments
 from teams_tf.data import atomic_files
 from teams_tf.data import glue_metrics
+from teams_tf.serving import training_runs
 
 _TASKS = flags.DEFINE_list('tasks', None, f'GLUE tasks: {",".join(glue_metrics.TASK_METRICS)}.')
 _SEEDS = flags.DEFINE_string(
     'seeds', '3', 'N (runs seeds 1..N) or a comma-separated list of seeds (one seed k: "k,").')
-_SIZE = flags.DEFINE_enum('size', None, ['demo', 'small', 'base', 'large'],
+_SIZE = flags.DEFINE_enum('size', None, ['demo', 'mini', 'small', 'base', 'large'],
                           'Encoder size: the experiment is glue_<task>_<size>.')
 _DATA_DIR = flags.DEFINE_string('data_dir', None, 'Folder with <task>/ from create_glue_data.py.')
 _INIT_CHECKPOINT = flags.DEFINE_string(
@@ -149,17 +152,47 @@ def check_init_checkpoint(path):
   return relative_positions
 
 
+def pretraining_encoder(init_checkpoint):
+  """The kept encoder's `EncoderConfig` of the `teams_tf.train` run that wrote a checkpoint.
+
+  Read from the run's params.yaml beside the checkpoint (`serving.training_runs`), so that
+  fine-tuning builds the encoder that was pretrained (its vocabulary, norm placement, relative
+  positions, kept depth) whatever `--size` says; None without a params.yaml.
+  """
+  if not init_checkpoint:
+    return None
+  checkpoint = (tf.train.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
+                else init_checkpoint)
+  params_path = os.path.join(os.path.dirname(checkpoint), 'params.yaml')
+  if not tf.io.gfile.exists(params_path):
+    return None
+  model_values = training_runs.RunSettings(os.path.dirname(checkpoint)).params.get(
+      'task', {}).get('model') or {}
+  encoder = training_runs.kept_encoder_config(model_values, params_path, checkpoint)
+  logging.info('Encoder from %s: %s', params_path, encoder.type)
+  return encoder
+
+
 def build_params(task, size, seed, data_dir, init_checkpoint, train_steps=None, epochs=None,
-                 params_override=None, relative_positions=False):
+                 params_override=None, relative_positions=False, encoder=None):
   """The experiment config of one run and a one-line description of its step count.
 
-  Starts from `experiment_name(task, size, relative_positions)`, applies `params_override`, then
-  sets data paths, seeds, sequence length (from meta_data.json), train steps, warm-up and decay
-  steps, and logging intervals. Raises ValueError when the data does not fit the experiment.
+  Starts from `experiment_name(task, size, relative_positions)`, puts in `encoder` (an
+  `EncoderConfig`, e.g. `pretraining_encoder`'s) with the experiment's dropout, applies
+  `params_override`, then sets data paths, seeds, sequence length (from meta_data.json), train
+  steps, warm-up and decay steps, and logging intervals. Raises ValueError when the data does not
+  fit the experiment.
   """
   name = experiment_name(task, size, relative_positions)
   registered = exp_factory.get_exp_config(name)
   params = exp_factory.get_exp_config(name)
+  if encoder is not None:
+    encoder = encoder.replace()
+    fine_tuning = params.task.model.encoder.get()
+    # The architecture is the pretrained one; dropout is a fine-tuning setting (Table 6: 0.1).
+    encoder.get().dropout_rate = fine_tuning.dropout_rate
+    encoder.get().attention_dropout_rate = fine_tuning.attention_dropout_rate
+    params.task.model.encoder = encoder
   hyperparams.override_params_dict(params, params_override, is_strict=True)
   overridden = [field for field in _MANAGED_FIELDS
                 if _get(params, field) != _get(registered, field)]
@@ -392,9 +425,12 @@ def _prepare():
     raise ValueError(f'--tasks={",".join(tasks)} repeats a task.')
   seeds = parse_seeds(_SEEDS.value)
   relative_positions = check_init_checkpoint(_INIT_CHECKPOINT.value)
+  encoder = pretraining_encoder(_INIT_CHECKPOINT.value)
+  if encoder is not None or _SIZE.value == 'mini':
+    relative_positions = False  # The encoder is the run's (mini: one kind), not a suffix's.
   configs = {(task, seed): build_params(task, _SIZE.value, seed, _DATA_DIR.value,
                                         _INIT_CHECKPOINT.value, _TRAIN_STEPS.value, _EPOCHS.value,
-                                        _PARAMS_OVERRIDE.value, relative_positions)
+                                        _PARAMS_OVERRIDE.value, relative_positions, encoder)
              for task in tasks for seed in seeds}
   return tasks, seeds, configs, relative_positions
 

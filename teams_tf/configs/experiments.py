@@ -301,13 +301,22 @@ def _predictions(mask_rate, seq_length):
   return round(mask_rate * (seq_length - 2))
 
 
-def _mini(objective, variant):
-  """The learning benchmark's recipe (`_MINI`) for an objective, on the embedded sample."""
+def mini_encoder_config():
+  """The `*_mini` runs' encoder: mini size, pre-LN, no dropout, T = 64, the sample vocabulary.
+
+  Every mini objective also adds a relative position bias (`relative_position_bias`, a model
+  field) but for COCO-LM's "w/o. Rel-Pos" ablation.
+  """
   encoder = encoders.encoder_config('mini', vocab_size=_sample_vocab_size(),
                                     max_position_embeddings=_MINI['seq_length'])
   encoder.norm_first = True
   encoder.dropout_rate = encoder.attention_dropout_rate = 0.0
-  task_config_cls, model = _model(objective, 'mini', variant, encoder)
+  return encoder
+
+
+def _mini(objective, variant):
+  """The learning benchmark's recipe (`_MINI`) for an objective, on the embedded sample."""
+  task_config_cls, model = _model(objective, 'mini', variant, mini_encoder_config())
   # COCO-LM's Table 3 "w/o. Rel-Pos" is the one variant that turns it off.
   model.relative_position_bias = variant != 'no_rel_pos'
   config = _experiment(

@@ -15,6 +15,7 @@ import tf_keras
 
 from official.core import exp_factory
 from official.core import task_factory
+from official.core import train_utils
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.configs import finetune_experiments
@@ -166,6 +167,42 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
         train_steps=2, relative_positions=True)
     self.assertEqual('any', params.task.model.encoder.type)
     self.assertEqual(32, params.task.model.encoder.any.relative_position_num_buckets)
+
+  def test_encoder_of_a_pre_ln_run_is_built_and_restored_whatever_the_size(self):
+    # A teams_tf.train run (params.yaml beside the checkpoint) of a pre-LN, relative-position
+    # TEAMS: fine-tuning builds that encoder, final LayerNorm included, with Table 6's dropout.
+    run_dir = os.path.join(self.get_temp_dir(), 'pre_ln_run')
+    encoder_config = _demo_encoder_config().replace(norm_first=True, dropout_rate=0.0,
+                                                    attention_dropout_rate=0.0)
+    model_config = testing_utils.tiny_teams_config(
+        encoder=encoder_config, relative_position_bias=True)
+    model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
+    model(testing_utils.pretraining_batch())
+    tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
+    run_params = exp_factory.get_exp_config('teams_demo')
+    run_params.task.model = model_config
+    train_utils.serialize_config(run_params, run_dir)
+
+    run_glue = _import_run_glue()
+    encoder = run_glue.pretraining_encoder(run_dir)
+    params, _, _ = run_glue.build_params('sst2', 'demo', 1, self.data_dir, run_dir,
+                                         train_steps=2, encoder=encoder)
+    built = params.task.model.encoder.any
+    self.assertTrue(built.norm_first)
+    self.assertEqual(32, built.relative_position_num_buckets)
+    self.assertEqual(0.1, built.dropout_rate)
+    task = task_factory.get_task(params.task)
+    fine_tuning = task.build_model()
+    fine_tuning(next(iter(task.build_inputs(params.task.train_data))))
+    task.initialize(fine_tuning)
+    restored = fine_tuning.checkpoint_items['encoder']
+    self.assertTrue(any(layer.name == 'final_layer_norm' for layer in restored.layers))
+    inputs = {key: value for key, value in testing_utils.pretraining_batch().items()
+              if key in ('input_word_ids', 'input_mask', 'input_type_ids')}
+    self.assertAllClose(model.discriminator_network(inputs)['sequence_output'],
+                        restored(inputs)['sequence_output'], atol=1e-5)
+    # Without a params.yaml the size's encoder stays.
+    self.assertIsNone(run_glue.pretraining_encoder(os.path.dirname(self.checkpoint)))
 
   def _run_glue(self, output_dir, *extra):
     return subprocess.run(
