@@ -15,9 +15,11 @@ import tf_keras
 class ContextFreeRtdAuc(tf_keras.metrics.Metric):
   """AUC of scoring each token by its id's share of original (not replaced) occurrences.
 
-  The shares are counted over everything the metric has seen since its last reset (in-sample:
-  a rare id seen once scores 0 or 1, so the baseline is if anything flattering). Ties, including
-  ids with the same share, count one half, as in the Mann-Whitney form of the AUC.
+  The shares are cross-fitted so that the baseline is not flattered by rare ids: evaluation
+  batches alternate between two halves, and each half's tokens are scored with the shares
+  counted on the other half (an id the other half never showed gets that half's overall share).
+  Ties, including ids with the same share, count one half, as in the Mann-Whitney form of the
+  AUC.
   """
 
   def __init__(self, vocab_size, name='rtd_context_free_auc', **kwargs):
@@ -30,32 +32,40 @@ class ContextFreeRtdAuc(tf_keras.metrics.Metric):
     """
     super().__init__(name=name, **kwargs)
     self._vocab_size = vocab_size
-    # Weighted occurrences by id of replaced (column 0) and original (column 1) tokens: [V, 2].
+    # Weighted occurrences per half and id of replaced (last index 0) and original (1) tokens.
     self._counts = self.add_weight(
-        'counts', shape=(vocab_size, 2), initializer='zeros', dtype=tf.float32)
+        'counts', shape=(2, vocab_size, 2), initializer='zeros', dtype=tf.float32)
+    self._batches = self.add_weight('batches', initializer='zeros', dtype=tf.float32)
 
   def update_state(self, token_ids, labels, weights):
-    """Counts one batch.
+    """Counts one batch into the half whose turn it is.
 
     Args:
       token_ids: [B, T] int ids the discriminator reads (the corrupted sequence).
       labels: [B, T] 1 for an original token, 0 for a replaced one (`rtd_labels`).
       weights: [B, T] 0 for padding.
     """
+    half = tf.cast(tf.math.floormod(self._batches, 2.0), tf.int32)
     ids = tf.reshape(tf.cast(token_ids, tf.int32), [-1])
     labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
     weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
-    cells = ids * 2 + labels
-    counts = tf.math.unsorted_segment_sum(weights, cells, self._vocab_size * 2)
-    self._counts.assign_add(tf.reshape(counts, [self._vocab_size, 2]))
+    cells = (half * self._vocab_size + ids) * 2 + labels
+    counts = tf.math.unsorted_segment_sum(weights, cells, 2 * self._vocab_size * 2)
+    self._counts.assign_add(tf.reshape(counts, [2, self._vocab_size, 2]))
+    self._batches.assign_add(1.0)
 
   def result(self):
-    replaced, original = self._counts[:, 0], self._counts[:, 1]
-    share = tf.math.divide_no_nan(original, replaced + original)  # [V]
-    order = tf.argsort(share)
-    sorted_share = tf.gather(share, order)
-    # Ids with equal shares form one tied group: [G] sums of each column, groups ascending.
-    _, group = tf.unique(sorted_share)
+    replaced, original = self._counts[..., 0], self._counts[..., 1]  # [2, V] each.
+    seen = replaced + original
+    overall = tf.math.divide_no_nan(tf.reduce_sum(original, -1, keepdims=True),
+                                    tf.reduce_sum(seen, -1, keepdims=True))  # [2, 1]
+    shares = tf.where(seen > 0, tf.math.divide_no_nan(original, seen), overall)
+    # Half h's tokens are scored with the other half's shares.
+    scores = tf.reshape(tf.reverse(shares, axis=[0]), [-1])
+    replaced, original = tf.reshape(replaced, [-1]), tf.reshape(original, [-1])
+    order = tf.argsort(scores)
+    # Equal scores form one tied group: [G] sums of each column, groups ascending.
+    _, group = tf.unique(tf.gather(scores, order))
     num_groups = tf.reduce_max(group) + 1
     group_replaced = tf.math.unsorted_segment_sum(tf.gather(replaced, order), group, num_groups)
     group_original = tf.math.unsorted_segment_sum(tf.gather(original, order), group, num_groups)
@@ -66,3 +76,4 @@ class ContextFreeRtdAuc(tf_keras.metrics.Metric):
 
   def reset_state(self):
     self._counts.assign(tf.zeros_like(self._counts))
+    self._batches.assign(0.0)

@@ -9,14 +9,23 @@ from tests import testing_utils
 
 
 def _numpy_auc(batches):
-  """Mann-Whitney AUC over all (original, replaced) token pairs, scored by their id's share."""
-  ids, labels, weights = (np.concatenate([batch[i].ravel() for batch in batches])
-                          for i in range(3))
-  keep = weights > 0
-  ids, labels = ids[keep], labels[keep]
-  share = {i: labels[ids == i].mean() for i in np.unique(ids)}
-  scores = np.array([share[i] for i in ids])
-  original, replaced = scores[labels == 1], scores[labels == 0]
+  """Mann-Whitney AUC over all (original, replaced) token pairs; even batches form one half, odd
+  ones the other, and each token is scored by its id's share of originals in the other half."""
+  halves = []
+  for half in (0, 1):
+    ids, labels, weights = (np.concatenate([batch[i].ravel() for batch in batches[half::2]])
+                            for i in range(3))
+    halves.append((ids[weights > 0], labels[weights > 0]))
+  scores, all_labels = [], []
+  for half in (0, 1):
+    ids, labels = halves[half]
+    other_ids, other_labels = halves[1 - half]
+    for token, label in zip(ids, labels):
+      matches = other_labels[other_ids == token]
+      scores.append(matches.mean() if matches.size else other_labels.mean())
+      all_labels.append(label)
+  scores, all_labels = np.array(scores), np.array(all_labels)
+  original, replaced = scores[all_labels == 1], scores[all_labels == 0]
   wins = (original[:, None] > replaced[None, :]).sum()
   ties = (original[:, None] == replaced[None, :]).sum()
   return (wins + 0.5 * ties) / (len(original) * len(replaced))
@@ -28,7 +37,7 @@ class ContextFreeRtdAucTest(tf.test.TestCase):
     rng = np.random.default_rng(0)
     metric = rtd_baseline.ContextFreeRtdAuc(vocab_size=20)
     batches = []
-    for _ in range(3):
+    for _ in range(5):
       ids = rng.integers(0, 20, size=(4, 12)).astype(np.int32)
       # Replacement more likely for high ids, so identity carries some signal.
       labels = (rng.random((4, 12)) > ids / 30).astype(np.int32)
@@ -42,7 +51,8 @@ class ContextFreeRtdAucTest(tf.test.TestCase):
     self.assertEqual(0.0, float(metric.result()))
 
   def test_untrained_generator_is_told_apart_by_identity(self):
-    # A random generator samples rare ids, which text rarely holds: identity alone separates them.
+    # A random generator samples ids uniformly, so an id's share of originals follows its
+    # frequency in text, which identity alone tells apart (on held-out halves, not in-sample).
     task = teams_task.TeamsPretrainTask(testing_utils.sample_task_config(
         teams_task.TeamsPretrainTaskConfig, testing_utils.tiny_teams_config(
             encoder=testing_utils.tiny_encoder_config(
@@ -51,10 +61,10 @@ class ContextFreeRtdAucTest(tf.test.TestCase):
                      [metric.name for metric in task.build_metrics(training=True)])
     metrics = task.build_metrics(training=False)
     model = task.build_model()
-    batch = next(iter(task.build_inputs(task.task_config.validation_data)))
-    task.validation_step(batch, model, metrics=metrics)
+    for batch in task.build_inputs(task.task_config.validation_data).take(2):
+      task.validation_step(batch, model, metrics=metrics)
     results = {metric.name: float(metric.result()) for metric in metrics}
-    self.assertGreater(results['rtd_context_free_auc'], 0.8)
+    self.assertGreater(results['rtd_context_free_auc'], 0.6)
 
 
 if __name__ == '__main__':
