@@ -14,6 +14,11 @@ from teams_tf.configs import models
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+from teams_tf.models import coco_lm_pretrainer
+from teams_tf.models import mlm_pretrainer
+from teams_tf.models import script_pretrainer
+from teams_tf.models import taco_pretrainer
+from teams_tf.models import teams_pretrainer
 
 VOCAB_SIZE = 100
 SEQ_LENGTH = 16
@@ -220,3 +225,23 @@ def unmask(batch):
     real = weights > 0
     word_ids[row, positions[real]] = ids[real]
   return word_ids
+
+
+def kept_encoder(model):
+  """The encoder a pretrainer keeps: its one encoder, or the discriminator."""
+  return getattr(model, 'encoder_network', None) or model.discriminator_network
+
+
+def encoder_inputs(batch):
+  """The encoder's three inputs of a pretraining batch."""
+  return {key: batch[key] for key in ('input_word_ids', 'input_mask', 'input_type_ids')}
+
+
+# (name, builder, tiny config) of every objective's pretrainer, for properties they all share.
+PRETRAINER_BUILDS = (
+    ('bert', mlm_pretrainer.build_mlm_pretrainer, tiny_mlm_config),
+    ('teams', teams_pretrainer.build_teams_pretrainer, tiny_teams_config),
+    ('coco_lm', coco_lm_pretrainer.build_coco_lm_pretrainer, tiny_coco_lm_config),
+    ('script', script_pretrainer.build_script_pretrainer, tiny_script_config),
+    ('taco', taco_pretrainer.build_taco_pretrainer, tiny_taco_config),
+)

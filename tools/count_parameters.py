@@ -15,15 +15,11 @@ import os
 from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
-
-from official.core import exp_factory
-from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.benchmarking import experiment_counts
 from teams_tf.configs import experiments
 from teams_tf.data import atomic_files
-from teams_tf.models import parameter_counts
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments', None,
@@ -35,28 +31,6 @@ _OUTPUT = flags.DEFINE_string(
 
 # TEAMS paper, Table 1: size of the kept encoder.
 _PAPER_SIZES = {'small': '14M', 'base': '110M', 'large': '335M'}
-
-
-def _tiny_batch(batch_size=2, seq_length=8):
-  """Two sequences: in-batch negatives (COCO-LM's SCL, TACO's TC) need another sequence."""
-  ones = tf.ones([batch_size, seq_length], tf.int32)
-  return dict(
-      input_word_ids=ones * 5, input_mask=ones, input_type_ids=ones * 0,
-      masked_lm_positions=tf.constant([[1, 2]] * batch_size, tf.int32),
-      masked_lm_ids=tf.constant([[6, 7]] * batch_size, tf.int32),
-      masked_lm_weights=tf.ones([batch_size, 2], tf.float32))
-
-
-def count(name, vocab_size):
-  """Parameter counts of experiment `name` with its encoders' vocabulary set to `vocab_size`."""
-  params = exp_factory.get_exp_config(name)
-  params.task.model.encoder.vocab_size = vocab_size
-  # Counting needs no data; dropping it skips the data/vocabulary checks of the task.
-  params.task.train_data.input_path = ''
-  params.task.validation_data.input_path = ''
-  model = task_factory.get_task(params.task).build_model()
-  model(_tiny_batch())
-  return parameter_counts.parameter_counts(model)
 
 
 def _millions(value):
@@ -71,7 +45,7 @@ def main(_):
       experiments.split_name(name)[1] in _PAPER_SIZES]
   rows = []
   for i, name in enumerate(names, 1):
-    counts = count(name, _VOCAB_SIZE.value)
+    counts = experiment_counts.count(name, _VOCAB_SIZE.value)
     rows.append(dict(experiment=name, **counts))
     print(f'[{i}/{len(names)}] {name}: kept encoder {_millions(counts["kept_encoder"])}, '
           f'generator {_millions(counts["generator"])}, '

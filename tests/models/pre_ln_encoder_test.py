@@ -7,23 +7,14 @@ import tensorflow as tf
 from official.nlp.configs import encoders
 from official.nlp.modeling import networks
 
-from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import mlm_pretrainer
-from teams_tf.models import script_pretrainer
-from teams_tf.models import taco_pretrainer
 from teams_tf.models import teams_pretrainer
 from teams_tf.networks import shared_encoders
 from teams_tf.serving import training_runs
 from teams_tf.tasks import teams_task
 from tests import testing_utils
 
-_BUILDS = (
-    ('bert', mlm_pretrainer.build_mlm_pretrainer, testing_utils.tiny_mlm_config),
-    ('teams', teams_pretrainer.build_teams_pretrainer, testing_utils.tiny_teams_config),
-    ('coco_lm', coco_lm_pretrainer.build_coco_lm_pretrainer, testing_utils.tiny_coco_lm_config),
-    ('script', script_pretrainer.build_script_pretrainer, testing_utils.tiny_script_config),
-    ('taco', taco_pretrainer.build_taco_pretrainer, testing_utils.tiny_taco_config),
-)
+_BUILDS = testing_utils.PRETRAINER_BUILDS
 
 
 def _pre_ln(config_fn):
@@ -34,14 +25,6 @@ def _pre_ln(config_fn):
   return config
 
 
-def _kept_encoder(model):
-  return getattr(model, 'encoder_network', None) or model.discriminator_network
-
-
-def _encoder_inputs(batch):
-  return {key: batch[key] for key in ('input_word_ids', 'input_mask', 'input_type_ids')}
-
-
 class PreLnEncoderTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(*_BUILDS)
@@ -50,9 +33,9 @@ class PreLnEncoderTest(tf.test.TestCase, parameterized.TestCase):
     model = build(config)
     batch = testing_utils.pretraining_batch()
     model(batch)
-    kept = _kept_encoder(model)
+    kept = testing_utils.kept_encoder(model)
     self.assertFalse(shared_encoders.has_bert_v2_layout(kept))
-    inputs = _encoder_inputs(batch)
+    inputs = testing_utils.encoder_inputs(batch)
     output = kept(inputs)['sequence_output'].numpy()
     # The LayerNorm starts as the identity affine map: every token vector is standardized.
     np.testing.assert_allclose(output.mean(-1), 0.0, atol=1e-4)

@@ -6,9 +6,6 @@ import tensorflow as tf
 from official.nlp.configs import encoders
 
 from teams_tf.configs import encoders as encoder_configs
-from teams_tf.models import mlm_pretrainer
-from teams_tf.models import script_pretrainer
-from teams_tf.models import taco_pretrainer
 from teams_tf.models import teams_pretrainer
 from teams_tf.tasks import script_task
 from teams_tf.tasks import teams_task
@@ -16,20 +13,8 @@ from tests import testing_utils
 
 _RELATIVE = dict(relative_position_bias=True, relative_position_num_buckets=8,
                  relative_position_max_distance=16)
-_BUILDS = (
-    ('bert', mlm_pretrainer.build_mlm_pretrainer, testing_utils.tiny_mlm_config),
-    ('teams', teams_pretrainer.build_teams_pretrainer, testing_utils.tiny_teams_config),
-    ('script', script_pretrainer.build_script_pretrainer, testing_utils.tiny_script_config),
-    ('taco', taco_pretrainer.build_taco_pretrainer, testing_utils.tiny_taco_config),
-)
-
-
-def _kept_encoder(model):
-  return getattr(model, 'encoder_network', None) or model.discriminator_network
-
-
-def _encoder_inputs(batch):
-  return {key: batch[key] for key in ('input_word_ids', 'input_mask', 'input_type_ids')}
+# COCO-LM has relative positions by default (tests/models/coco_lm_pretrainer_test.py).
+_BUILDS = tuple(build for build in testing_utils.PRETRAINER_BUILDS if build[0] != 'coco_lm')
 
 
 class RelativePositionsTest(tf.test.TestCase, parameterized.TestCase):
@@ -56,10 +41,10 @@ class RelativePositionsTest(tf.test.TestCase, parameterized.TestCase):
         type='any', any=encoder_configs.RelativePositionEncoderConfig(
             **config.encoder.as_dict(), relative_position_num_buckets=8,
             relative_position_max_distance=16)))
-    inputs = _encoder_inputs(batch)
+    inputs = testing_utils.encoder_inputs(batch)
     encoder(inputs)
     tf.train.Checkpoint(encoder=encoder).read(path).assert_existing_objects_matched()
-    self.assertAllClose(_kept_encoder(model)(inputs)['sequence_output'],
+    self.assertAllClose(testing_utils.kept_encoder(model)(inputs)['sequence_output'],
                         encoder(inputs)['sequence_output'], atol=1e-5)
 
   def test_unshared_teams_generator_has_its_own_table(self):

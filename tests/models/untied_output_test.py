@@ -4,20 +4,9 @@ from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
-from teams_tf.models import coco_lm_pretrainer
-from teams_tf.models import mlm_pretrainer
-from teams_tf.models import script_pretrainer
-from teams_tf.models import taco_pretrainer
-from teams_tf.models import teams_pretrainer
 from tests import testing_utils
 
-_BUILDS = (
-    ('bert', mlm_pretrainer.build_mlm_pretrainer, testing_utils.tiny_mlm_config),
-    ('teams', teams_pretrainer.build_teams_pretrainer, testing_utils.tiny_teams_config),
-    ('coco_lm', coco_lm_pretrainer.build_coco_lm_pretrainer, testing_utils.tiny_coco_lm_config),
-    ('script', script_pretrainer.build_script_pretrainer, testing_utils.tiny_script_config),
-    ('taco', taco_pretrainer.build_taco_pretrainer, testing_utils.tiny_taco_config),
-)
+_BUILDS = testing_utils.PRETRAINER_BUILDS
 
 
 def _input_table(model):

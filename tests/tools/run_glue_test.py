@@ -197,8 +197,7 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
     task.initialize(fine_tuning)
     restored = fine_tuning.checkpoint_items['encoder']
     self.assertTrue(any(layer.name == 'final_layer_norm' for layer in restored.layers))
-    inputs = {key: value for key, value in testing_utils.pretraining_batch().items()
-              if key in ('input_word_ids', 'input_mask', 'input_type_ids')}
+    inputs = testing_utils.encoder_inputs(testing_utils.pretraining_batch())
     self.assertAllClose(model.discriminator_network(inputs)['sequence_output'],
                         restored(inputs)['sequence_output'], atol=1e-5)
     # Without a params.yaml the size's encoder stays.
