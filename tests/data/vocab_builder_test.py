@@ -32,7 +32,14 @@ class VocabBuilderTest(tf.test.TestCase):
   def test_reproduces_the_sample_vocabulary(self):
     # The parameters recorded in teams_tf/data/sample/SOURCE.md.
     counter, _ = _count(corpus.CorpusSource(input_patterns='sample:train'))
-    tokens = vocab_builder.learn_vocabulary(counter.counts(), vocab_size=4000, min_count=2)
+    steps = []
+    tokens = vocab_builder.learn_vocabulary(counter.counts(), vocab_size=4000, min_count=2,
+                                            log=lambda fmt, *args: steps.append(fmt % args))
+    # Every step of the threshold search was reported, the last with the result.
+    self.assertGreater(len(steps), 3)
+    self.assertIn(f'step {len(steps)}: pieces seen >= 3 times give {len(tokens):,} tokens',
+                  steps[-1])
+    self.assertIn('; done, elapsed', steps[-1])
     output = os.path.join(self.get_temp_dir(), 'vocab.txt')
     vocab_builder.write_vocabulary(tokens, output)
     with open(output, 'rb') as f, open(embedded.resolve_path('sample:vocab'), 'rb') as expected:
