@@ -267,6 +267,9 @@ def markdown(results: dict[str, dict], preamble: str) -> str:
     metrics = [t.metric for t in TARGETS[objective]]
     metrics += list(dict.fromkeys(t.baseline for t in TARGETS[objective]
                                   if not t.baseline[0].isdigit()))
+    # Context-free baselines the run reported beyond its targets' (e.g. MWS's, beside chance).
+    metrics += sorted({key for row in result['curve'] for key in row
+                       if 'context_free' in key} - set(metrics))
     lines += ['', f'## {objective}_mini', '',
               f'{result["flops_per_step"]:.3g} training FLOPs per step.', '',
               '| step | PFLOPs | training minutes | ' + ' | '.join(metrics) + ' |',

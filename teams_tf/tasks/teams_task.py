@@ -13,6 +13,7 @@ from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
 from teams_tf.tasks import pretrain_base
+from teams_tf.tasks import mws_baseline
 from teams_tf.tasks import rtd_baseline
 
 
@@ -85,14 +86,18 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
     return metrics
 
   def build_metrics(self, training=None):
-    """The base metrics; in evaluation with RTD also `rtd_context_free_auc`.
+    """The base metrics; in evaluation also the context-free baselines of RTD and MWS.
 
-    `rtd_baseline.ContextFreeRtdAuc` tells how much of `rtd_auc` token identity alone gives, which
-    falls as the generator learns unigram frequencies.
+    `rtd_context_free_auc` (`rtd_baseline`) and `mws_context_free_accuracy` (`mws_baseline`) tell
+    how much of `rtd_auc` and `mws_accuracy` token identity alone gives; both change as the
+    generator moves from uniform samples to unigram frequencies.
     """
     metrics = super().build_metrics(training)
+    vocab_size = self.task_config.model.encoder.vocab_size
     if training is False and 'rtd_loss' in self.loss_weights():
-      metrics.append(rtd_baseline.ContextFreeRtdAuc(self.task_config.model.encoder.vocab_size))
+      metrics.append(rtd_baseline.ContextFreeRtdAuc(vocab_size))
+    if training is False and 'mws_loss' in self.loss_weights():
+      metrics.append(mws_baseline.ContextFreeMwsAccuracy(vocab_size))
     return metrics
 
   def update_task_metrics(self, metrics, labels, model_outputs):
@@ -117,3 +122,5 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
     if 'mws_logits' in model_outputs:
       metrics['mws_accuracy'].update_state(
           tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], weights)
+      if 'mws_context_free_accuracy' in metrics:
+        metrics['mws_context_free_accuracy'].update_state(model_outputs['candidate_ids'], weights)

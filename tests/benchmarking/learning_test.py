@@ -56,7 +56,8 @@ class LearningTest(tf.test.TestCase):
     os.makedirs(setup.out_dir)
     result = dict(objective='teams', flops_per_step=3e9, setup=dataclasses.asdict(setup), targets=[
         dict(metric='rtd_auc', value=0.9, target=0.85, baseline=0.5, met=True)],
-                  curve=[dict(step=500, flops=1.5e12, train_seconds=60.0, rtd_auc=0.9)])
+                  curve=[dict(step=500, flops=1.5e12, train_seconds=60.0, rtd_auc=0.9,
+                                     mws_context_free_accuracy=0.125)])
     with open(learning.result_path(setup, 'teams'), 'w') as f:
       json.dump(result, f)
     # A finished unit does not train again (there is no data here: training would fail).
@@ -71,6 +72,9 @@ class LearningTest(tf.test.TestCase):
       report = f.read()
     self.assertIn('| teams | rtd_auc | 0.900 | 0.85 | 0.500 | yes |', report)
     self.assertIn('| bert | mlm_accuracy | not run yet | 0.45 |', report)
+    # A context-free baseline the run reported is a curve column even when no target names it.
+    self.assertIn('| rtd_context_free_auc | mws_context_free_accuracy |\n', report)
+    self.assertIn('| 0.900 | — | — | — | 0.125 |\n', report)
     self.assertTrue(os.path.getsize(os.path.join(setup.out_dir, 'learning.png')) > 1000)
 
   def test_runs_share_data_and_budget_overrides(self):
