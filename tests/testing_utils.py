@@ -19,6 +19,7 @@ from teams_tf.models import mlm_pretrainer
 from teams_tf.models import script_pretrainer
 from teams_tf.models import taco_pretrainer
 from teams_tf.models import teams_pretrainer
+from teams_tf.tasks import teams_task
 
 VOCAB_SIZE = 100
 SEQ_LENGTH = 16
@@ -72,6 +73,23 @@ def sample_task_config(task_config_cls, model_config):
   train_data, validation_data = sample_data_configs()
   return task_config_cls(model=model_config, train_data=train_data,
                          validation_data=validation_data)
+
+
+def untrained_teams_evaluation(num_batches):
+  """An untrained tiny TEAMS evaluated on `num_batches` batches of the sample's validation data.
+
+  Returns:
+    (names of its training metrics, {evaluation metric name: value}).
+  """
+  task = teams_task.TeamsPretrainTask(sample_task_config(
+      teams_task.TeamsPretrainTaskConfig, tiny_teams_config(
+          encoder=tiny_encoder_config(vocab_size=sample_vocab_size()))))
+  metrics = task.build_metrics(training=False)
+  model = task.build_model()
+  for batch in task.build_inputs(task.task_config.validation_data).take(num_batches):
+    task.validation_step(batch, model, metrics=metrics)
+  return ([metric.name for metric in task.build_metrics(training=True)],
+          {metric.name: float(metric.result()) for metric in metrics})
 
 
 def two_layer_demo_experiment(objective, dropout=True):

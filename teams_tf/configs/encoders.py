@@ -71,6 +71,8 @@ class RelativePositionEncoderConfig(encoders.BertEncoderConfig):
     relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's
       code and T5: 32); 0 for none.
     relative_position_max_distance: distances from here on share the last bucket (128).
+    relative_position_bias_scale: the pretraining run's (the stored table times it is the bias).
   """
   relative_position_num_buckets: int = 32
   relative_position_max_distance: int = 128
+  relative_position_bias_scale: float = 1.0

@@ -27,10 +27,15 @@ class RelativePositions(base_config.Config):
     relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's
       code and T5: 32).
     relative_position_max_distance: distance beyond which positions share a bucket (128).
+    relative_position_bias_scale: the bias is this times its stored table, so under Adam it
+      learns this many times faster and starts the same
+      (`layers.relative_position_attention.ScaledRelativePositionBias`); 1 as in T5 and COCO-LM.
+      The demo recipe uses 10 (`configs/experiments.py`).
   """
   relative_position_bias: bool = False
   relative_position_num_buckets: int = 32
   relative_position_max_distance: int = 128
+  relative_position_bias_scale: float = 1.0
 
 
 def relative_position_buckets(config: RelativePositions) -> int:

@@ -10,6 +10,7 @@ plugs into Model Garden's `TransformerScaffold` as its `attention_cls`.
 
 import math
 
+from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
 
@@ -62,3 +63,32 @@ class RelativePositionAttention(tf_keras.layers.MultiHeadAttention):
         'RelativePositionAttention shares its position bias with the other layers of its '
         'encoder and cannot be rebuilt from its config; rebuild the encoder with '
         'networks.shared_encoders instead.')
+
+
+@tf_keras.utils.register_keras_serializable(package='teams_tf')
+class ScaledRelativePositionBias(layers.RelativePositionBias):
+  """Model Garden's T5 bias table, read as `scale` times its stored values.
+
+  The reparameterisation changes only how fast the bias learns: under Adam a parameter moves
+  about one learning rate per step, so with `scale` = s the bias moves s times faster, while an
+  initializer divided by s keeps its initial values. A bias needs values of several logits to
+  point a head at its neighbours; at scale 1 and a learning rate of 1e-3 that takes thousands of
+  steps (T5 trains it with Adafactor, whose steps are relative to the parameter's scale).
+  """
+
+  def __init__(self, scale=1.0, **kwargs):
+    """Initializes the table.
+
+    Args:
+      scale: s > 0, the factor between stored values and the bias added to attention logits.
+      **kwargs: `layers.RelativePositionBias` arguments.
+    """
+    super().__init__(**kwargs)
+    self.scale = scale
+
+  def call(self, query, key):
+    """[B, N, T, S] bias: `scale` times Model Garden's."""
+    return self.scale * super().call(query, key)
+
+  def get_config(self):
+    return dict(super().get_config(), scale=self.scale)

@@ -218,7 +218,8 @@ def validate_config(config: model_configs.CocoLmConfig):
     raise ValueError("tie_output_embeddings=False with replacement='random': there is no "
                      'auxiliary MLM head to untie; leave it True.')
   shared_encoders.validate_relative_positions(
-      model_configs.relative_position_buckets(config), config.relative_position_max_distance)
+      model_configs.relative_position_buckets(config), config.relative_position_max_distance,
+      config.relative_position_bias_scale)
   for field in ('copy_loss_weight', 'lm_loss_weight', 'scl_loss_weight'):
     if getattr(config, field) < 0:
       raise ValueError(f'{field}={getattr(config, field)} must be >= 0 (0 removes the term).')
@@ -262,12 +263,14 @@ def build_coco_lm_pretrainer(config: model_configs.CocoLmConfig, seed=None):
         config.encoder, num_generator_layers=config.num_generator_layers, num_shared_layers=0,
         generator_width_fraction=config.generator_width_fraction,
         relative_position_num_buckets=buckets,
-        relative_position_max_distance=config.relative_position_max_distance)
+        relative_position_max_distance=config.relative_position_max_distance,
+        relative_position_bias_scale=config.relative_position_bias_scale)
     generator.pooler_layer.trainable = False
   else:
     discriminator = shared_encoders.build_single_encoder(
         config.encoder, relative_position_num_buckets=buckets,
         relative_position_max_distance=config.relative_position_max_distance,
+        relative_position_bias_scale=config.relative_position_bias_scale,
         name='discriminator')
   # SCL reads h_[CLS] itself (§3.3), so no loss reaches the pooler; keep it out of the optimizer.
   discriminator.pooler_layer.trainable = False

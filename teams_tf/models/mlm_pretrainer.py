@@ -81,11 +81,13 @@ def build_kept_encoder(config):
     ValueError: invalid relative position settings, naming the field.
   """
   buckets = model_configs.relative_position_buckets(config)
-  shared_encoders.validate_relative_positions(buckets, config.relative_position_max_distance)
+  shared_encoders.validate_relative_positions(buckets, config.relative_position_max_distance,
+                                              config.relative_position_bias_scale)
   if not model_configs.kept_as_bert_v2(config):
     encoder = shared_encoders.build_single_encoder(
         config.encoder, relative_position_num_buckets=buckets,
-        relative_position_max_distance=config.relative_position_max_distance)
+        relative_position_max_distance=config.relative_position_max_distance,
+        relative_position_bias_scale=config.relative_position_bias_scale)
   else:
     encoder = shared_encoders.use_rank3_embedding_projection(
         encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder)))

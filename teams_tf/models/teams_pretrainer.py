@@ -274,7 +274,8 @@ def resolve_layout(config: model_configs.TeamsConfig):
         f'mws_task_layer={config.mws_task_layer} keep another stack; use the defaults '
         "('top', False), or absolute positions and post-LN blocks.")
   shared_encoders.validate_relative_positions(
-      model_configs.relative_position_buckets(config), config.relative_position_max_distance)
+      model_configs.relative_position_buckets(config), config.relative_position_max_distance,
+      config.relative_position_bias_scale)
   return dict(num_generator_layers=depth, num_shared_layers=num_shared,
               rtd_head_input_layer=rtd_layer if has_rtd else None,
               num_negatives=config.num_negatives if has_mws else 0,
@@ -314,7 +315,8 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
       num_shared_layers=layout['num_shared_layers'],
       generator_width_fraction=config.generator_width_fraction,
       relative_position_num_buckets=model_configs.relative_position_buckets(config),
-      relative_position_max_distance=config.relative_position_max_distance)
+      relative_position_max_distance=config.relative_position_max_distance,
+      relative_position_bias_scale=config.relative_position_bias_scale)
   # No loss reads the pooled [CLS] output (there is no next-sentence task), so the poolers
   # stay out of the optimizer instead of being reported as variables without gradients.
   generator.pooler_layer.trainable = False

@@ -43,7 +43,7 @@ def transformer_block_kwargs(encoder_config):
           stddev=encoder_config.initializer_range))
 
 
-def build_position_bias(encoder_config, num_buckets, max_distance, name):
+def build_position_bias(encoder_config, num_buckets, max_distance, name, scale=1.0):
   """The T5 relative position bias table [buckets, heads] shared by one encoder's layers.
 
   Args:
@@ -51,22 +51,25 @@ def build_position_bias(encoder_config, num_buckets, max_distance, name):
     num_buckets: relative-distance buckets, half per direction (COCO-LM/T5: 32).
     max_distance: distance beyond which all distances share a bucket (COCO-LM/T5: 128).
     name: Keras name of the layer.
+    scale: the bias is `scale` times the stored table (`ScaledRelativePositionBias`).
 
   Returns:
-    A Model Garden `layers.RelativePositionBias`, bidirectional, initialised like the other
-    embeddings (truncated normal with the encoder's initializer range).
+    A `relative_position_attention.ScaledRelativePositionBias` (Model Garden's
+    `layers.RelativePositionBias`), bidirectional, whose bias starts like the other embeddings
+    (truncated normal with the encoder's initializer range) whatever the scale.
   """
-  return layers.RelativePositionBias(
+  return relative_position_attention.ScaledRelativePositionBias(
+      scale=scale,
       num_heads=encoder_config.num_attention_heads,
       relative_attention_num_buckets=num_buckets,
       relative_attention_max_distance=max_distance,
       bidirectional=True,
       embeddings_initializer=tf_keras.initializers.TruncatedNormal(
-          stddev=encoder_config.initializer_range),
+          stddev=encoder_config.initializer_range / scale),
       name=name)
 
 
-def validate_relative_positions(num_buckets, max_distance):
+def validate_relative_positions(num_buckets, max_distance, scale=1.0):
   """Checks T5 bias settings (0 buckets: none); ValueError names the field and the fix."""
   if not num_buckets:
     return
@@ -76,6 +79,9 @@ def validate_relative_positions(num_buckets, max_distance):
   if max_distance <= num_buckets // 4:
     raise ValueError(f'relative_position_max_distance={max_distance} must exceed the '
                      f'{num_buckets // 4} exactly-bucketed distances (COCO-LM: 128).')
+  if not scale > 0:
+    raise ValueError(f'relative_position_bias_scale={scale} must be > 0 (1: the table is the '
+                     'bias, as in T5 and COCO-LM).')
 
 
 def _relative_position_block(encoder_config, position_bias, name):
@@ -319,7 +325,8 @@ def generator_encoder_config(encoder_config, width_fraction):
 def build_generator_and_discriminator(encoder_config, num_generator_layers,
                                       num_shared_layers, generator_width_fraction=1.0,
                                       relative_position_num_buckets=0,
-                                      relative_position_max_distance=128):
+                                      relative_position_max_distance=128,
+                                      relative_position_bias_scale=1.0):
   """Builds the TEAMS/ELECTRA/COCO-LM encoder pair.
 
   Args:
@@ -332,6 +339,7 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
       T5 relative position bias with this many buckets (COCO-LM §4): one table per encoder, or
       one for both when they share layers.
     relative_position_max_distance: see `build_position_bias`.
+    relative_position_bias_scale: see `build_position_bias`.
 
   Returns:
     (generator, discriminator) EncoderScaffolds sharing one embedding network (each with its
@@ -359,11 +367,12 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
   if relative_position_num_buckets:
     discriminator_bias = build_position_bias(encoder_config, relative_position_num_buckets,
                                              relative_position_max_distance,
-                                             'relative_position_bias')
+                                             'relative_position_bias',
+                                             relative_position_bias_scale)
     # Shared layers read one table (full width, so the same heads); else each encoder its own.
     generator_bias = discriminator_bias if num_shared_layers else build_position_bias(
         generator_config, relative_position_num_buckets, relative_position_max_distance,
-        'generator/relative_position_bias')
+        'generator/relative_position_bias', relative_position_bias_scale)
   embedding_network = build_embedding_network(encoder_config)
   discriminator_blocks = _transformer_blocks(
       encoder_config, 0, num_layers, '', discriminator_bias)
@@ -377,7 +386,8 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
 
 
 def build_single_encoder(encoder_config, relative_position_num_buckets=0,
-                         relative_position_max_distance=128, name='encoder'):
+                         relative_position_max_distance=128, name='encoder',
+                         relative_position_bias_scale=1.0):
   """One encoder built like the discriminator of `build_generator_and_discriminator`.
 
   Its object graph is the discriminator's, so a pretraining checkpoint's discriminator restores
@@ -388,6 +398,7 @@ def build_single_encoder(encoder_config, relative_position_num_buckets=0,
     relative_position_num_buckets: 0 for absolute positions only, else the T5 bias buckets.
     relative_position_max_distance: see `build_position_bias`.
     name: Keras name of the encoder.
+    relative_position_bias_scale: see `build_position_bias`.
 
   Returns:
     An EncoderScaffold with the outputs described in `build_encoder`.
@@ -395,7 +406,8 @@ def build_single_encoder(encoder_config, relative_position_num_buckets=0,
   position_bias = None
   if relative_position_num_buckets:
     position_bias = build_position_bias(encoder_config, relative_position_num_buckets,
-                                        relative_position_max_distance, 'relative_position_bias')
+                                        relative_position_max_distance, 'relative_position_bias',
+                                        relative_position_bias_scale)
   blocks = _transformer_blocks(encoder_config, 0, encoder_config.num_layers, '', position_bias)
   return build_encoder(encoder_config, build_embedding_network(encoder_config), blocks, name)
 
@@ -409,7 +421,8 @@ def build_relative_position_encoder(config):
   """
   return build_single_encoder(
       config, relative_position_num_buckets=config.relative_position_num_buckets,
-      relative_position_max_distance=config.relative_position_max_distance)
+      relative_position_max_distance=config.relative_position_max_distance,
+      relative_position_bias_scale=config.relative_position_bias_scale)
 
 
 class BertEncoderV2CheckpointView(tf.Module):

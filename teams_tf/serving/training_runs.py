@@ -101,7 +101,8 @@ def kept_encoder_config(model_values, params_path, checkpoint_path):
         **bert_config.as_dict(),
         relative_position_num_buckets=(
             model_values['relative_position_num_buckets'] if relative_positions else 0),
-        relative_position_max_distance=model_values.get('relative_position_max_distance', 128)))
+        relative_position_max_distance=model_values.get('relative_position_max_distance', 128),
+        relative_position_bias_scale=model_values.get('relative_position_bias_scale', 1.0)))
   # The other pretrainers keep a BertEncoderConfig, saved as BertEncoderV2. The kept stack can
   # differ in depth from the discriminator (TEAMS Table 3 variants), so the checkpoint, which
   # holds exactly the kept layers, sets the depth.

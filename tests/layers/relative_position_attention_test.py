@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.modeling import layers
 
@@ -89,6 +90,42 @@ class RelativePositionAttentionTest(tf.test.TestCase):
     tables = {id(layer._attention_layer.position_bias)  # pylint: disable=protected-access
               for encoder in (generator, discriminator) for layer in encoder.hidden_layers}
     self.assertLen(tables, 1)
+
+  def test_scaled_bias_is_scale_times_table_and_starts_alike(self):
+    config = testing_utils.tiny_encoder_config()
+    x = tf.zeros([1, 20, 2])
+    plain = shared_encoders.build_position_bias(config, 8, 12, 'plain')
+    scaled = shared_encoders.build_position_bias(config, 8, 12, 'scaled', scale=10.0)
+    plain(x, x)
+    scaled(x, x)
+    # The same bias at initialization, in distribution: a tenth of the stored spread.
+    ratio = np.std(scaled.get_weights()[0]) / np.std(plain.get_weights()[0])
+    self.assertBetween(ratio, 0.05, 0.2)
+    table = np.random.default_rng(0).normal(size=(8, 2)).astype(np.float32)
+    plain.set_weights([table * 10.0])
+    scaled.set_weights([table])
+    self.assertAllClose(plain(x, x), scaled(x, x), atol=1e-5)
+    self.assertEqual(10.0, type(scaled).from_config(scaled.get_config()).scale)
+    with self.assertRaisesRegex(ValueError, 'relative_position_bias_scale=0 must be > 0'):
+      shared_encoders.validate_relative_positions(8, 12, scale=0)
+
+  def test_scaled_bias_learns_faster_under_adam(self):
+    # One Adam step moves each stored value by about the learning rate, so the bias itself
+    # moves `scale` times as far.
+    config = testing_utils.tiny_encoder_config()
+    x = tf.zeros([1, 6, 2])
+    moved = []
+    for scale in (1.0, 10.0):
+      bias = shared_encoders.build_position_bias(config, 8, 12, f'bias_{scale}', scale=scale)
+      before = bias(x, x)
+      optimizer = tf_keras.optimizers.Adam(1e-3)
+      with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(bias(x, x))
+      optimizer.apply_gradients(zip(tape.gradient(loss, bias.trainable_variables),
+                                    bias.trainable_variables))
+      moved.append(float(tf.reduce_max(tf.abs(bias(x, x) - before))))
+    self.assertAllClose([1e-3, 1e-2], moved, rtol=1e-3)
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -4,7 +4,6 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.tasks import mws_baseline
-from teams_tf.tasks import teams_task
 from tests import testing_utils
 
 
@@ -67,21 +66,12 @@ class ContextFreeMwsAccuracyTest(tf.test.TestCase):
     self.assertAllClose(1 / 6, float(metric.result()), atol=0.03)
 
   def test_reported_in_teams_evaluation_only(self):
-    task = teams_task.TeamsPretrainTask(testing_utils.sample_task_config(
-        teams_task.TeamsPretrainTaskConfig, testing_utils.tiny_teams_config(
-            encoder=testing_utils.tiny_encoder_config(
-                vocab_size=testing_utils.sample_vocab_size()))))
-    self.assertNotIn('mws_context_free_accuracy',
-                     [metric.name for metric in task.build_metrics(training=True)])
-    metrics = task.build_metrics(training=False)
-    model = task.build_model()
-    for batch in task.build_inputs(task.task_config.validation_data).take(4):
-      task.validation_step(batch, model, metrics=metrics)
-    results = {metric.name: float(metric.result()) for metric in metrics}
+    training_metrics, results = testing_utils.untrained_teams_evaluation(num_batches=4)
+    self.assertNotIn('mws_context_free_accuracy', training_metrics)
     # An untrained generator samples rare negatives: the original is the most frequent candidate
     # of its set, so identity alone picks it well above chance (the first batch, scored with no
     # counts yet, is at chance).
-    chance = 1 / (task.task_config.model.num_negatives + 1)
+    chance = 1 / (testing_utils.tiny_teams_config().num_negatives + 1)
     self.assertGreater(results['mws_context_free_accuracy'], chance + 0.05)
 
 

@@ -4,7 +4,6 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.tasks import rtd_baseline
-from teams_tf.tasks import teams_task
 from tests import testing_utils
 
 
@@ -53,17 +52,8 @@ class ContextFreeRtdAucTest(tf.test.TestCase):
   def test_untrained_generator_is_told_apart_by_identity(self):
     # A random generator samples ids uniformly, so an id's share of originals follows its
     # frequency in text, which identity alone tells apart (on held-out halves, not in-sample).
-    task = teams_task.TeamsPretrainTask(testing_utils.sample_task_config(
-        teams_task.TeamsPretrainTaskConfig, testing_utils.tiny_teams_config(
-            encoder=testing_utils.tiny_encoder_config(
-                vocab_size=testing_utils.sample_vocab_size()))))
-    self.assertNotIn('rtd_context_free_auc',
-                     [metric.name for metric in task.build_metrics(training=True)])
-    metrics = task.build_metrics(training=False)
-    model = task.build_model()
-    for batch in task.build_inputs(task.task_config.validation_data).take(2):
-      task.validation_step(batch, model, metrics=metrics)
-    results = {metric.name: float(metric.result()) for metric in metrics}
+    training_metrics, results = testing_utils.untrained_teams_evaluation(num_batches=2)
+    self.assertNotIn('rtd_context_free_auc', training_metrics)
     self.assertGreater(results['rtd_context_free_auc'], 0.6)
 
 

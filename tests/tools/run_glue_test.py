@@ -170,12 +170,13 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_encoder_of_a_pre_ln_run_is_built_and_restored_whatever_the_size(self):
     # A teams_tf.train run (params.yaml beside the checkpoint) of a pre-LN, relative-position
-    # TEAMS: fine-tuning builds that encoder, final LayerNorm included, with Table 6's dropout.
+    # TEAMS (the demo's scaled bias): fine-tuning builds that encoder, final LayerNorm and bias
+    # scale included, with Table 6's dropout.
     run_dir = os.path.join(self.get_temp_dir(), 'pre_ln_run')
     encoder_config = _demo_encoder_config().replace(norm_first=True, dropout_rate=0.0,
                                                     attention_dropout_rate=0.0)
     model_config = testing_utils.tiny_teams_config(
-        encoder=encoder_config, relative_position_bias=True)
+        encoder=encoder_config, relative_position_bias=True, relative_position_bias_scale=10.0)
     model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
     model(testing_utils.pretraining_batch())
     tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
@@ -190,6 +191,7 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
     built = params.task.model.encoder.any
     self.assertTrue(built.norm_first)
     self.assertEqual(32, built.relative_position_num_buckets)
+    self.assertEqual(10.0, built.relative_position_bias_scale)  # The stored table reads x10.
     self.assertEqual(0.1, built.dropout_rate)
     task = task_factory.get_task(params.task)
     fine_tuning = task.build_model()
