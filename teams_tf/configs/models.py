@@ -30,7 +30,8 @@ class RelativePositions(base_config.Config):
     relative_position_bias_scale: the bias is this times its stored table, so under Adam it
       learns this many times faster and starts the same
       (`layers.relative_position_attention.ScaledRelativePositionBias`); 1 as in T5 and COCO-LM.
-      The demo recipe uses 10 (`configs/experiments.py`).
+      No registered recipe sets it yet; the demo-size trials are in
+      benchmarks/learning_recipe.md.
   """
   relative_position_bias: bool = False
   relative_position_num_buckets: int = 32

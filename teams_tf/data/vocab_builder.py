@@ -173,8 +173,8 @@ def learn_vocabulary(word_counts: dict[str, int], vocab_size: int,
                f'next in [{lower:,}, {upper:,}], at most {max(upper - lower, 1).bit_length()} '
                'more steps')
     log('threshold search step %d: pieces seen >= %s times give %s tokens (target %s, at most '
-        '5%% below); %s, %s', step, f'{threshold:,}', f'{len(vocab):,}', f'{vocab_size:,}',
-        outlook, meter.timing())
+        '%s below); %s, %s', step, f'{threshold:,}', f'{len(vocab):,}', f'{vocab_size:,}',
+        f'{params.slack_ratio:.0%}', outlook, meter.timing())
     if done:
       return vocab
 

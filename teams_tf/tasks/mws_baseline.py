@@ -32,6 +32,7 @@ class ContextFreeMwsAccuracy(tf_keras.metrics.Metric):
       **kwargs: Keras metric arguments.
     """
     super().__init__(name=name, **kwargs)
+    self._vocab_size = vocab_size
     # Weighted appearances per id in candidate sets (last index 0) and as the original (1).
     self._counts = self.add_weight(
         'counts', shape=(vocab_size, 2), initializer='zeros', dtype=tf.float32)
@@ -61,9 +62,9 @@ class ContextFreeMwsAccuracy(tf_keras.metrics.Metric):
     slot_weights = tf.reshape(
         tf.broadcast_to(weights[..., None], tf.shape(candidate_ids)), [-1])
     self._counts.assign_add(tf.stack([
-        tf.math.unsorted_segment_sum(slot_weights, flat_ids, tf.shape(self._counts)[0]),
-        tf.math.unsorted_segment_sum(slot_weights * is_original, flat_ids,
-                                     tf.shape(self._counts)[0])], axis=1))
+        tf.math.unsorted_segment_sum(slot_weights, flat_ids, self._vocab_size),
+        tf.math.unsorted_segment_sum(slot_weights * is_original, flat_ids, self._vocab_size),
+    ], axis=1))
 
   def result(self):
     return tf.math.divide_no_nan(self._correct, self._total)
