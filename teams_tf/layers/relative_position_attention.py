@@ -92,3 +92,33 @@ class ScaledRelativePositionBias(layers.RelativePositionBias):
 
   def get_config(self):
     return dict(super().get_config(), scale=self.scale)
+
+
+@tf_keras.utils.register_keras_serializable(package='teams_tf')
+class RelativePositionTransformerLayer(layers.TransformerScaffold):
+  """Model Garden's `TransformerScaffold` with a standard pre-LN block (Xiong et al., 2020).
+
+  Post-LN blocks are the scaffold's own. In pre-LN blocks (`norm_first`) the scaffold departs
+  from Model Garden's `TransformerEncoderBlock` twice: its attention reads keys and values from
+  the un-normalised layer input (only the queries are normalised), and it adds a float32
+  feed-forward output to a residual in the compute dtype, which fails under `mixed_bfloat16`.
+  Here the attention reads the normalised input throughout, as `TransformerEncoderBlock` does,
+  and both residual adds keep the dtype of the layer input. Same sublayers and variables as the
+  scaffold, so checkpoints restore either way.
+  """
+
+  def call(self, inputs, training=None):
+    """[B, T, H] layer output of ([B, T, H] input, [B, T, T] attention mask)."""
+    if not self._norm_first or self._feedforward_block is not None:
+      return super().call(inputs, training=training)
+    input_tensor, attention_mask = inputs
+    normalized = self._attention_layer_norm(input_tensor, training=training)
+    attention_output = self._attention_layer(
+        query=normalized, value=normalized, attention_mask=attention_mask, training=training)
+    residual = input_tensor + tf.cast(
+        self._attention_dropout(attention_output, training=training), input_tensor.dtype)
+    hidden = self._intermediate_activation_layer(
+        self._intermediate_dense(self._output_layer_norm(residual, training=training)))
+    layer_output = self._output_dropout(self._output_dense(hidden, training=training),
+                                        training=training)
+    return residual + tf.cast(layer_output, residual.dtype)

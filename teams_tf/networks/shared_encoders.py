@@ -7,7 +7,8 @@ same variables). ELECTRA's generator is instead narrower and shares only the emb
 encoder projects the shared E-wide embeddings to its own width. Both encoders are Model Garden
 `EncoderScaffold`s over Model Garden's `PackedSequenceEmbedding` and `TransformerEncoderBlock`;
 nothing here re-implements a transformer. With a T5 relative position bias (COCO-LM §4) the blocks
-are Model Garden `TransformerScaffold`s whose attention adds the bias, one bias table per encoder.
+are Model Garden `TransformerScaffold`s (`RelativePositionTransformerLayer`, with a standard pre-LN
+path) whose attention adds the bias, one bias table per encoder.
 """
 
 import tensorflow as tf
@@ -85,7 +86,7 @@ def validate_relative_positions(num_buckets, max_distance, scale=1.0):
 
 
 def _relative_position_block(encoder_config, position_bias, name):
-  """A post-LN transformer layer like `TransformerEncoderBlock`, attention plus the bias."""
+  """A layer like `TransformerEncoderBlock` (post- or pre-LN), its attention plus the bias."""
   kwargs = transformer_block_kwargs(encoder_config)
   attention = relative_position_attention.RelativePositionAttention(
       position_bias=position_bias,
@@ -94,7 +95,7 @@ def _relative_position_block(encoder_config, position_bias, name):
       dropout=encoder_config.attention_dropout_rate,
       kernel_initializer=tf_utils.clone_initializer(kwargs['kernel_initializer']),
       name='self_attention')
-  return layers.TransformerScaffold(
+  return relative_position_attention.RelativePositionTransformerLayer(
       num_attention_heads=encoder_config.num_attention_heads,
       inner_dim=kwargs['inner_dim'],
       inner_activation=kwargs['inner_activation'],

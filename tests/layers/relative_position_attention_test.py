@@ -44,6 +44,23 @@ def _numpy_attention(layer, x, mask, table, num_buckets, max_distance):
   return np.einsum('btnd,ndh->bth', context, out_kernel) + out_bias
 
 
+def _numpy_layer_norm(x, layer_norm):
+  gamma, beta = [w.numpy() for w in layer_norm.weights]
+  mean, variance = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+  return (x - mean) / np.sqrt(variance + layer_norm.epsilon) * gamma + beta
+
+
+def _pre_ln_layer(num_buckets=8, max_distance=12, hidden=6, heads=2):
+  """A pre-LN relative-position layer (ReLU feed-forward, no dropout) and its bias."""
+  bias = layers.RelativePositionBias(num_heads=heads, relative_attention_num_buckets=num_buckets,
+                                     relative_attention_max_distance=max_distance)
+  attention = relative_position_attention.RelativePositionAttention(
+      position_bias=bias, num_heads=heads, key_dim=hidden // heads)
+  layer = relative_position_attention.RelativePositionTransformerLayer(
+      num_attention_heads=heads, inner_dim=8, inner_activation='relu', attention_cls=attention,
+      norm_first=True)
+  return layer, bias
+
 
 def _built_encoder_pair(num_shared_layers):
   """A tiny generator and discriminator with relative positions, called once (built)."""
@@ -125,6 +142,48 @@ class RelativePositionAttentionTest(tf.test.TestCase):
                                     bias.trainable_variables))
       moved.append(float(tf.reduce_max(tf.abs(bias(x, x) - before))))
     self.assertAllClose([1e-3, 1e-2], moved, rtol=1e-3)
+
+  def test_pre_ln_layer_matches_numpy_with_normalised_keys_and_values(self):
+    # Pre-LN (Xiong et al., 2020): y = x + Attn(LN1(x)) with queries, keys and values all from
+    # LN1(x), as in Model Garden's TransformerEncoderBlock; out = y + FFN(LN2(y)).
+    layer, bias = _pre_ln_layer()
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 20, 6)).astype(np.float32)
+    mask = np.ones((2, 20, 20), bool)
+    mask[1, :, 15:] = False
+    layer([x, mask])
+    table = rng.normal(size=(8, 2)).astype(np.float32)
+    bias.set_weights([table])
+    for weight in layer.weights:  # Non-trivial LayerNorm parameters.
+      if 'layer_norm' in weight.name:
+        weight.assign(rng.normal(size=weight.shape).astype(np.float32))
+    normalized = _numpy_layer_norm(x, layer._attention_layer_norm)
+    y = x + _numpy_attention(layer._attention_layer, normalized, mask, table, 8, 12)
+    kernel_in, bias_in = [w.numpy() for w in layer._intermediate_dense.weights]
+    kernel_out, bias_out = [w.numpy() for w in layer._output_dense.weights]
+    hidden = np.maximum(
+        np.einsum('bth,hi->bti', _numpy_layer_norm(y, layer._output_layer_norm), kernel_in)
+        + bias_in, 0.0)
+    expected = y + np.einsum('bti,ih->bth', hidden, kernel_out) + bias_out
+    self.assertAllClose(expected, layer([x, mask]), atol=1e-5)
+
+  def test_pre_ln_layer_trains_in_mixed_bfloat16(self):
+    # Model Garden's TransformerScaffold adds a float32 and a bfloat16 tensor here.
+    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+    try:
+      layer, _ = _pre_ln_layer()
+      x = tf.random.normal((2, 10, 6), dtype=tf.bfloat16)
+      mask = tf.ones((2, 10, 10))
+      with tf.GradientTape() as tape:
+        output = layer([x, mask])
+        loss = tf.reduce_sum(tf.cast(output, tf.float32) ** 2)
+      gradients = tape.gradient(loss, layer.trainable_variables)
+    finally:
+      tf_keras.mixed_precision.set_global_policy('float32')
+    self.assertEqual(tf.bfloat16, output.dtype)
+    self.assertTrue(all(
+        g is not None and np.all(np.isfinite(tf.cast(tf.convert_to_tensor(g), tf.float32)))
+        for g in gradients))
 
 
 if __name__ == '__main__':
