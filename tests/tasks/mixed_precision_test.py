@@ -3,9 +3,11 @@
 bfloat16 is this project's default for the paper sizes (faster on CPUs with AVX-512 BF16 and on
 TPUs; `tools/benchmark_pretrain.py`), and it keeps only 8 mantissa bits: a loss, sampler or
 log-sum-exp computed in bfloat16 instead of float32 shows up as a NaN, an infinity or a loss that
-stops falling. Each `<objective>_demo` model (4 layers, 64 wide, dropout on) takes 30 AdamW steps
-on a stream of real batches of the embedded sample corpus under `mixed_bfloat16`; every loss term
-must stay finite and the mean training loss of the last 5 steps must be below that of the first 5.
+stops falling. Each `<objective>_demo` model (pre-LN, relative positions; 2 of its 4 layers,
+which hold every kind of layer, head and sampler: `testing_utils.two_layer_demo_experiment`) takes
+30 AdamW steps on a stream of real batches of the embedded sample corpus under `mixed_bfloat16`;
+every loss term must stay finite and the mean training loss of the last 5 steps must be below that
+of the first 5.
 """
 
 from absl.testing import parameterized
@@ -16,7 +18,6 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
 from tests import testing_utils
 
 _STEPS = 30
@@ -34,7 +35,7 @@ class MixedPrecisionTest(tf.test.TestCase, parameterized.TestCase):
   def test_demo_trains_finitely_in_bfloat16(self, objective):
     tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
     tf_keras.utils.set_random_seed(0)
-    config = experiments.pretraining_experiment(objective, 'demo').task
+    config = testing_utils.two_layer_demo_experiment(objective).task
     config.train_data.global_batch_size = 8
     config.train_data.seed = 1
     task = task_factory.get_task(config)
