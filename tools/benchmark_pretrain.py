@@ -6,7 +6,8 @@
       [--steps=10] [--warmup=3] [--output_dir=benchmarks]
 
 For each objective (TEAMS, ELECTRA, ELECTRA with TEAMS's generator, BERT, COCO-LM, TACO, SCRIPT),
-size ('tiny': the `<objective>_demo` model; 'small': `<objective>_small`, the paper's small) and
+size ('tiny': the `<objective>_demo` model, post-LN with absolute positions; 'small':
+`<objective>_small`, the paper's small) and
 setting (float32 or mixed bfloat16, each with and without XLA = `jit_compile=True` on the step),
 times one full training step: Model Garden's `task.train_step` (forward, every loss, backward, the
 experiment's AdamW update from `train_utils.create_optimizer`, metric updates) inside `tf.function`,

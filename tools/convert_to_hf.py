@@ -1,14 +1,18 @@
 r"""Writes the kept encoder of a pretraining run as a Hugging Face ELECTRA checkpoint.
 
   pip install -e '.[hf]'
-  python tools/convert_to_hf.py --model_dir=/tmp/teams_demo --output_dir=/tmp/teams_demo_hf
+  python -m teams_tf.train --experiment=teams_demo --mode=train \
+      --model_dir=/tmp/teams_demo_post_ln \
+      --params_override=task.model.encoder.norm_first=false,task.model.relative_position_bias=false
+  python tools/convert_to_hf.py --model_dir=/tmp/teams_demo_post_ln --output_dir=/tmp/teams_demo_hf
 
   from transformers import AutoModel, AutoTokenizer
   model = AutoModel.from_pretrained('/tmp/teams_demo_hf')       # transformers.ElectraModel
   tokenizer = AutoTokenizer.from_pretrained('/tmp/teams_demo_hf')
 
-Works for every objective of this project whose kept encoder is BERT/ELECTRA-shaped, i.e. all but
-COCO-LM with its T5 relative positions (`coco_lm_<size>_no_rel_pos` converts);
+Works for every run whose kept encoder is BERT/ELECTRA-shaped: post-LN with absolute positions
+only, as every paper size but COCO-LM's (`coco_lm_<size>_no_rel_pos` converts) and not the
+pre-LN, relative-position `*_demo` and `*_mini` recipes;
 `teams_tf.serving.hf_conversion` documents the mapping.
 """
 

@@ -54,9 +54,16 @@ def experiment_params(objective_key, size, seq_length, batch_size, predictions, 
   `vocab_size` (> 0) replaces the encoder vocabulary of the small size (the paper's is 30,522;
   the experiments default to the embedded sample's); tiny keeps the demo vocabulary.
   """
+  from teams_tf.configs import encoders  # pylint: disable=g-import-not-at-top
   from teams_tf.configs import experiments  # pylint: disable=g-import-not-at-top
   objective, variant, fields = OBJECTIVES[objective_key]
   params = experiments.pretraining_experiment(objective, SIZES[size], variant)
+  if size == 'tiny':
+    # The demo's own recipe (pre-LN, relative positions) is one Model Garden's TEAMS cannot
+    # build; tiny is the paper architecture (post-LN, absolute positions, dropout) at demo size.
+    params.task.model.encoder = encoders.encoder_config(
+        'tiny', vocab_size=params.task.model.encoder.vocab_size, max_position_embeddings=128)
+    params.task.model.relative_position_bias = False
   for name, value in fields.items():
     setattr(params.task.model, name, value)
   for data in (params.task.train_data, params.task.validation_data):

@@ -6,10 +6,10 @@
 
 `--data_dir` holds `tools/create_glue_data.py` outputs, one folder per task:
 `<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Each (task, seed) is the
-registered experiment `glue_<task>_<size>` (TEAMS Table 6 hyper-parameters; `..._rel_pos` when the
-checkpoint's encoder has COCO-LM's relative positions) with, when the checkpoint's folder holds the
-params.yaml of its `teams_tf.train` run, that run's kept encoder (vocabulary, pre-LN, relative
-positions, depth) in place of the size's, run in this process by
+registered experiment `glue_<task>_<size>` (TEAMS Table 6 hyper-parameters; at the paper sizes
+`..._rel_pos` when the checkpoint's encoder has COCO-LM's relative positions) with, when the
+checkpoint's folder holds the params.yaml of its `teams_tf.train` run, that run's kept encoder
+(vocabulary, pre-LN, relative positions, depth) in place of the size's, run in this process by
 Model Garden's `train_lib.run_experiment` (mode train_and_eval) in `<output_dir>/<task>/seed_<k>`,
 seeded with `tf_keras.utils.set_random_seed(k)` and `task.train_data.seed=k`. Train steps are the
 registered experiment's epochs (Table 6: 5) over the converted train set at its batch size, or
@@ -426,8 +426,9 @@ def _prepare():
   seeds = parse_seeds(_SEEDS.value)
   relative_positions = check_init_checkpoint(_INIT_CHECKPOINT.value)
   encoder = pretraining_encoder(_INIT_CHECKPOINT.value)
-  if encoder is not None or _SIZE.value == 'mini':
-    relative_positions = False  # The encoder is the run's (mini: one kind), not a suffix's.
+  if encoder is not None or _SIZE.value in finetune_experiments.LOW_BUDGET_SIZES:
+    # The encoder is the run's (demo, mini: one kind each), not a suffix's.
+    relative_positions = False
   configs = {(task, seed): build_params(task, _SIZE.value, seed, _DATA_DIR.value,
                                         _INIT_CHECKPOINT.value, _TRAIN_STEPS.value, _EPOCHS.value,
                                         _PARAMS_OVERRIDE.value, relative_positions, encoder)

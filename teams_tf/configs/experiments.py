@@ -7,7 +7,8 @@ Every experiment is `<objective>_<size>[_<variant>]`, built by `pretraining_expe
     Table 4);
   sizes: `small`, `base`, `large` follow Table 5 (architecture, optimiser, batch size, steps;
     sequence length 512, §4.1) for every objective, so runs of one size are compute-matched;
-    `demo` is a tiny model on the embedded sample that trains in minutes on a laptop CPU;
+    `demo` (3 minutes on a laptop CPU) and `mini` (the learning benchmark) are small encoders
+    on the embedded sample with one low-budget recipe for every objective (`_LowBudgetRecipe`);
   variants: the ablations of TEAMS Tables 3 and 4 and Figure 5 and of COCO-LM Table 3
     (`_VARIANTS`), each a few model fields over its base experiment. TEAMS Figure 4 (generator
     depth), Figure 5's K and COCO-LM Figure 4's crop fraction are one override each
@@ -265,35 +266,47 @@ def _paper_size(objective, size, variant):
       runtime=cfg.RuntimeConfig(distribution_strategy='tpu', mixed_precision_dtype='bfloat16'))
 
 
-def _demo(objective, variant):
-  """Tiny model on the embedded sample; minutes on 2 CPU cores, loss falls."""
-  task_config_cls, model = _model(objective, 'demo', variant, encoders.encoder_config(
-      'tiny', vocab_size=_sample_vocab_size(), max_position_embeddings=128))
-  return _experiment(
-      model, task_config_cls,
-      learning_rate=1e-3,
-      batch_size=32,
-      train_steps=400,
-      warmup_steps=40,
-      seq_length=128,
-      eval_batch_size=32,
-      trainer_overrides=dict(
-          steps_per_loop=50, summary_interval=50, checkpoint_interval=100,
-          validation_interval=200, validation_steps=-1, max_to_keep=3))
+class _LowBudgetRecipe(typing.NamedTuple):
+  """What a small encoder needs to leave the frequency plateau on 2 CPU cores.
+
+  The same knobs for every objective, so that runs of one size stay comparable. Departures from
+  the papers (all of them BERT/ELECTRA defaults otherwise): `mask_rate` of the tokens masked in
+  training (Wettig et al. 2022, "Should You Mask 15% in Masked Language Modeling?"; evaluation
+  keeps `eval_mask_rate`), pre-LN blocks (`norm_first`, with the final LayerNorm every pre-LN
+  encoder here ends in) and no dropout (Geiping & Goldstein 2022, "Cramming"), short sequences,
+  a large peak learning rate with linear warmup and decay (Izsak et al. 2021), and a T5 relative
+  position bias in every encoder (COCO-LM §4) read at `relative_position_bias_scale` times its
+  stored table, which makes it learn that many times faster under Adam.
+  """
+  encoder_size: str
+  mask_rate: float
+  eval_mask_rate: float
+  seq_length: int
+  batch_size: int
+  learning_rate: float
+  warmup_steps: int
+  train_steps: int
+  relative_position_bias_scale: float
+  trainer_overrides: dict
 
 
-# The mini recipe: what a 4-layer, 128-wide encoder needs to leave the frequency plateau on 2 CPU
-# cores, the same for every objective. Departures from the papers (all of them BERT/ELECTRA
-# defaults otherwise): 40% of the tokens masked in training (Wettig et al. 2022, "Should You Mask
-# 15% in Masked Language Modeling?"; evaluation keeps 15%), pre-LN blocks (`norm_first`, with
-# the final LayerNorm every pre-LN encoder here ends in) and no
-# dropout (Geiping & Goldstein 2022, "Cramming"), T = 64, a peak learning rate of 2e-3 with 300
-# warmup steps and linear decay (Izsak et al. 2021), and a T5 relative position bias in every
-# encoder (COCO-LM §4; for every objective, so that they stay comparable). With 15% masking every
-# variant tried stayed on the plateau for 2,500 steps; with 40% and absolute positions only a BERT
-# left it after about 2,000 steps, with the bias after about 600 (benchmarks/learning_recipe.md).
-_MINI = dict(mask_rate=0.4, seq_length=64, batch_size=64, learning_rate=2e-3, warmup_steps=300,
-             train_steps=10_000, eval_mask_rate=0.15)
+# `*_mini`, the learning benchmark: 4 layers, H 128. With 15% masking every variant tried stayed
+# on the plateau for 2,500 steps; with 40% and absolute positions only a BERT left it after about
+# 2,000 steps, with the bias after about 600 (benchmarks/learning_recipe.md).
+_MINI = _LowBudgetRecipe(
+    encoder_size='mini', mask_rate=0.4, eval_mask_rate=0.15, seq_length=64, batch_size=64,
+    learning_rate=2e-3, warmup_steps=300, train_steps=10_000, relative_position_bias_scale=1.0,
+    trainer_overrides=dict(steps_per_loop=100, summary_interval=100, checkpoint_interval=500,
+                           validation_interval=500, validation_steps=50, max_to_keep=2))
+# `*_demo`, the README's first command: 4 layers, H 64, about 3 minutes of training on 2 cores.
+# The bias scale of 10 halved the steps a demo-size encoder needs to leave the plateau; 5e-3 and
+# 1e-3 peak learning rates were slower than 3e-3 (benchmarks/learning_recipe.md).
+_DEMO = _LowBudgetRecipe(
+    encoder_size='tiny', mask_rate=0.4, eval_mask_rate=0.15, seq_length=64, batch_size=32,
+    learning_rate=3e-3, warmup_steps=100, train_steps=800, relative_position_bias_scale=10.0,
+    trainer_overrides=dict(steps_per_loop=50, summary_interval=50, checkpoint_interval=200,
+                           validation_interval=400, validation_steps=-1, max_to_keep=3))
+_LOW_BUDGET_RECIPES = {'demo': _DEMO, 'mini': _MINI}
 
 
 def _predictions(mask_rate, seq_length):
@@ -301,41 +314,52 @@ def _predictions(mask_rate, seq_length):
   return round(mask_rate * (seq_length - 2))
 
 
-def mini_encoder_config():
-  """The `*_mini` runs' encoder: mini size, pre-LN, no dropout, T = 64, the sample vocabulary.
+def low_budget_encoder_config(size):
+  """The `*_demo` or `*_mini` runs' encoder: pre-LN, no dropout, the sample vocabulary.
 
-  Every mini objective also adds a relative position bias (`relative_position_bias`, a model
-  field) but for COCO-LM's "w/o. Rel-Pos" ablation.
+  Its width is also its embedding width (no factorised embedding) and it has as many positions
+  as the recipe's sequences. Every objective at these sizes also adds a relative position bias
+  (`relative_position_bias`, a model field) but for COCO-LM's "w/o. Rel-Pos" ablation.
+
+  Args:
+    size: 'demo' or 'mini'.
   """
-  encoder = encoders.encoder_config('mini', vocab_size=_sample_vocab_size(),
-                                    max_position_embeddings=_MINI['seq_length'])
+  recipe = _LOW_BUDGET_RECIPES[size]
+  encoder = encoders.encoder_config(recipe.encoder_size, vocab_size=_sample_vocab_size(),
+                                    max_position_embeddings=recipe.seq_length)
+  encoder.embedding_size = encoder.hidden_size
   encoder.norm_first = True
   encoder.dropout_rate = encoder.attention_dropout_rate = 0.0
   return encoder
 
 
-def _mini(objective, variant):
-  """The learning benchmark's recipe (`_MINI`) for an objective, on the embedded sample."""
-  task_config_cls, model = _model(objective, 'mini', variant, mini_encoder_config())
+def relative_position_bias_scale(size):
+  """The relative position bias scale of the `*_demo` or `*_mini` runs (fine-tuning keeps it)."""
+  return _LOW_BUDGET_RECIPES[size].relative_position_bias_scale
+
+
+def _low_budget(objective, size, variant):
+  """An objective at a low-budget recipe (`_DEMO`, `_MINI`), on the embedded sample."""
+  recipe = _LOW_BUDGET_RECIPES[size]
+  task_config_cls, model = _model(objective, size, variant, low_budget_encoder_config(size))
   # COCO-LM's Table 3 "w/o. Rel-Pos" is the one variant that turns it off.
   model.relative_position_bias = variant != 'no_rel_pos'
+  model.relative_position_bias_scale = recipe.relative_position_bias_scale
   config = _experiment(
       model, task_config_cls,
-      learning_rate=_MINI['learning_rate'],
-      batch_size=_MINI['batch_size'],
-      train_steps=_MINI['train_steps'],
-      warmup_steps=_MINI['warmup_steps'],
-      seq_length=_MINI['seq_length'],
-      eval_batch_size=_MINI['batch_size'],
-      trainer_overrides=dict(
-          steps_per_loop=100, summary_interval=100, checkpoint_interval=500,
-          validation_interval=500, validation_steps=50, max_to_keep=2))
+      learning_rate=recipe.learning_rate,
+      batch_size=recipe.batch_size,
+      train_steps=recipe.train_steps,
+      warmup_steps=recipe.warmup_steps,
+      seq_length=recipe.seq_length,
+      eval_batch_size=recipe.batch_size,
+      trainer_overrides=dict(recipe.trainer_overrides))
   train_data, validation_data = config.task.train_data, config.task.validation_data
-  train_data.mask_rate = _MINI['mask_rate']
-  train_data.max_predictions_per_seq = _predictions(_MINI['mask_rate'], _MINI['seq_length'])
-  validation_data.mask_rate = _MINI['eval_mask_rate']
-  validation_data.max_predictions_per_seq = _predictions(_MINI['eval_mask_rate'],
-                                                         _MINI['seq_length'])
+  train_data.mask_rate = recipe.mask_rate
+  train_data.max_predictions_per_seq = _predictions(recipe.mask_rate, recipe.seq_length)
+  validation_data.mask_rate = recipe.eval_mask_rate
+  validation_data.max_predictions_per_seq = _predictions(recipe.eval_mask_rate,
+                                                         recipe.seq_length)
   return config
 
 
@@ -343,7 +367,8 @@ _SIZE_DESCRIPTIONS = {
     'small': 'small, Table 5 (12 layers, H 256, E 128; lr 5e-4, batch 256, 500k steps)',
     'base': 'base, Table 5 (12 layers, H 768; lr 2e-4, batch 256, 1M steps)',
     'large': 'large, Table 5 (24 layers, H 1024; lr 2e-4, batch 2048, 1.76M steps)',
-    'demo': 'demo (4 layers, H 64; 400 steps on the embedded sample, minutes on a CPU)',
+    'demo': ('demo, the README\'s first run (4 layers, H 64, pre-LN, no dropout, relative '
+             'positions at 10x; 40% masking, T 64, batch 32, lr 3e-3, 800 steps: 3 minutes)'),
     'mini': ('mini, the learning benchmark (4 layers, H 128, pre-LN, no dropout, relative '
              'positions; 40% masking, T 64, batch 64, lr 2e-3, 10k steps)'),
 }
@@ -389,10 +414,8 @@ def pretraining_experiment(objective, size, variant=None):
   paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
   if size not in sizes(paper):
     raise ValueError(f'{paper} has no size {size!r}; use one of {sizes(paper)}.')
-  if size == 'demo':
-    return _demo(objective, variant)
-  if size == 'mini':
-    return _mini(objective, variant)
+  if size in _LOW_BUDGET_RECIPES:
+    return _low_budget(objective, size, variant)
   return _paper_size(objective, size, variant)
 
 

@@ -12,8 +12,9 @@ Transformer adds T5 relative positions; its `*_rel_pos` experiments build it wit
 Hyper-parameters are the TEAMS paper's Table 6 (Appendix C): AdamW with ε 1e-6, β 0.9/0.999, linear
 decay after a warm-up over the first 10% of steps, dropout 0.1; GLUE: batch 32, 5 epochs, learning
 rate 1e-4 (small) / 3e-5 (base, large); SQuAD: learning rate 8e-5 / 5e-5 / 3e-5, batch 48 / 32 / 48
-and 5 / 2 / 2 epochs for small / base / large. `*_demo` experiments fine-tune the `teams_demo`
-encoder (tiny size, embedded sample vocabulary) with the small-size settings.
+and 5 / 2 / 2 epochs for small / base / large. `*_demo` experiments fine-tune the `*_demo` runs'
+encoder (pre-LN, relative positions, 64 positions, embedded sample vocabulary) with the small-size
+settings; `glue_*_mini` the `*_mini` runs'.
 """
 
 import dataclasses
@@ -69,6 +70,9 @@ _GLUE_EPOCHS = 5
 _MINI_GLUE = (1e-4, 5)
 _WARMUP_FRACTION = 0.1
 _BERT_VOCAB_SIZE = 30522
+# Sizes whose fine-tuning encoder is one kind, the pretraining recipe's own (pre-LN, relative
+# positions): no `_rel_pos` twin.
+LOW_BUDGET_SIZES = ('demo', 'mini')
 
 
 def _encoder(size, relative_positions=False):
@@ -76,20 +80,18 @@ def _encoder(size, relative_positions=False):
 
   `bert_v2` (every objective's kept encoder), or with `relative_positions` COCO-LM's main
   Transformer (BERT plus T5 relative positions with the authors' 32 buckets up to 128), built
-  through Model Garden's `any` encoder type. Mini is always the latter (pre-LN with its final
-  LayerNorm, relative positions), with Table 6's fine-tuning dropout.
+  through Model Garden's `any` encoder type. Demo and mini are always the latter (pre-LN with
+  its final LayerNorm, relative positions at their recipe's scale), with Table 6's fine-tuning
+  dropout.
   """
-  if size == 'mini':
-    config = experiments.mini_encoder_config()
+  if size in LOW_BUDGET_SIZES:
+    config = experiments.low_budget_encoder_config(size)
     config.dropout_rate = config.attention_dropout_rate = 0.1  # Table 6.
     return encoders.EncoderConfig(
-        type='any', any=encoder_sizes.RelativePositionEncoderConfig(**config.as_dict()))
-  if size == 'demo':
-    vocab_size = tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
-    config = encoder_sizes.encoder_config('tiny', vocab_size=vocab_size,
-                                          max_position_embeddings=128)
-  else:
-    config = encoder_sizes.encoder_config(size, vocab_size=_BERT_VOCAB_SIZE)
+        type='any', any=encoder_sizes.RelativePositionEncoderConfig(
+            **config.as_dict(),
+            relative_position_bias_scale=experiments.relative_position_bias_scale(size)))
+  config = encoder_sizes.encoder_config(size, vocab_size=_BERT_VOCAB_SIZE)
   if relative_positions:
     return encoders.EncoderConfig(
         type='any', any=encoder_sizes.RelativePositionEncoderConfig(**config.as_dict()))
@@ -111,18 +113,21 @@ def glue_experiment(task_name, size, relative_positions=False):
   `official.nlp.data.create_finetuning_data` (see README)."""
   task = GLUE_TASKS[task_name]
   learning_rate, epochs = _MINI_GLUE if size == 'mini' else (_TABLE6[size][0], _GLUE_EPOCHS)
+  encoder = _encoder(size, relative_positions)
+  # The low-budget encoders have as many positions as their pretraining sequences.
+  seq_length = min(128, encoder.get().max_position_embeddings)
   train_steps = round(task.num_train_examples * epochs) // _GLUE_BATCH_SIZE
   label_type = 'float' if task.num_classes == 1 else 'int'
   return cfg.ExperimentConfig(
       task=sentence_prediction.SentencePredictionConfig(
           model=sentence_prediction.ModelConfig(
-              encoder=_encoder(size, relative_positions), num_classes=task.num_classes),
+              encoder=encoder, num_classes=task.num_classes),
           metric_type=task.metric_type,
           train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(
-              global_batch_size=_GLUE_BATCH_SIZE, seq_length=128, is_training=True,
+              global_batch_size=_GLUE_BATCH_SIZE, seq_length=seq_length, is_training=True,
               label_type=label_type),
           validation_data=sentence_prediction_dataloader.SentencePredictionDataConfig(
-              global_batch_size=_GLUE_BATCH_SIZE, seq_length=128, is_training=False,
+              global_batch_size=_GLUE_BATCH_SIZE, seq_length=seq_length, is_training=False,
               drop_remainder=False, label_type=label_type)),
       trainer=_trainer(learning_rate, train_steps),
       restrictions=['task.train_data.is_training != None',
@@ -133,12 +138,13 @@ def squad_experiment(version, size, relative_positions=False):
   """`squad_<v1|v2>_<size>[_rel_pos]`: Model Garden question answering, scored with the official
   SQuAD v1.1 / v2.0 EM and F1 scripts on `task.validation_data.input_path` (the dev JSON)."""
   learning_rate, batch_size, epochs = _TABLE6[size][1:]
-  seq_length = 128 if size == 'demo' else 384
+  encoder = _encoder(size, relative_positions)
+  seq_length = min(384, encoder.get().max_position_embeddings)
   train_steps = SQUAD_TRAIN_EXAMPLES[version] * epochs // batch_size
   with_negative = version == 'v2'
   return cfg.ExperimentConfig(
       task=question_answering.QuestionAnsweringConfig(
-          model=question_answering.ModelConfig(encoder=_encoder(size, relative_positions)),
+          model=question_answering.ModelConfig(encoder=encoder),
           train_data=question_answering_dataloader.QADataConfig(
               global_batch_size=batch_size, seq_length=seq_length, is_training=True,
               version_2_with_negative=with_negative),
@@ -162,7 +168,9 @@ _ENCODERS = (('', False, 'bert_v2 encoder'),
              ('_rel_pos', True, 'relative-position (COCO-LM) encoder'))
 for _size in _TABLE6:
   _lr, _squad_lr, _squad_batch, _squad_epochs = _TABLE6[_size]
-  for _suffix, _relative, _kind in _ENCODERS:
+  for _suffix, _relative, _kind in (
+      _ENCODERS if _size not in LOW_BUDGET_SIZES
+      else (('', False, "run's pre-LN, relative-position encoder"),)):
     for _task_name, _task in GLUE_TASKS.items():
       _register(f'glue_{_task_name}_{_size}{_suffix}',
                 f'GLUE {_task_name.upper()} fine-tuning of a {_size} {_kind} '

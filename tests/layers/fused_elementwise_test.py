@@ -107,6 +107,11 @@ class FuseTest(tf.test.TestCase):
 
   def test_switches_every_dropout_layer_norm_and_gelu_of_a_pretrainer(self):
     params = testing_utils.two_layer_demo_experiment('electra')
+    # The papers' blocks (Model Garden's TransformerEncoderBlock: post-LN, absolute positions,
+    # dropout), not the demo recipe's.
+    params.task.model.encoder.norm_first = False
+    params.task.model.relative_position_bias = False
+    params.task.model.encoder.dropout_rate = params.task.model.encoder.attention_dropout_rate = 0.1
     params.task.fuse_elementwise_ops = False
     task = task_factory.get_task(params.task)
     model = task.build_model()

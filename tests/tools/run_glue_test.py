@@ -18,7 +18,7 @@ from official.core import task_factory
 from official.core import train_utils
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import finetune_experiments
+from teams_tf.configs import experiments
 from teams_tf.data import glue
 from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import teams_pretrainer
@@ -63,19 +63,26 @@ def _write_glue_fixtures(root, seed=0):
 
 
 def _demo_encoder_config():
-  return finetune_experiments.glue_experiment('sst2', 'demo').task.model.encoder.bert_v2
+  """The `*_demo` runs' encoder (pre-LN, no dropout), which glue_*_demo fine-tunes."""
+  return experiments.low_budget_encoder_config('demo')
 
 
 def _save_tiny_pretraining_checkpoint(directory, objective='teams'):
-  """A TEAMS (or COCO-LM) pretrainer whose kept encoder has the glue_*_demo encoder's shape,
-  saved as Model Garden's trainer saves it (checkpoint_items beside `model`)."""
+  """A TEAMS, COCO-LM or post-LN absolute-position TEAMS ('teams_post_ln') pretrainer, the
+  first two with the glue_*_demo encoder (relative positions at the demo's scale), saved as
+  Model Garden's trainer saves it (checkpoint_items beside `model`)."""
+  relative_positions = dict(
+      relative_position_bias=True, relative_position_num_buckets=32,
+      relative_position_max_distance=128,
+      relative_position_bias_scale=experiments.relative_position_bias_scale('demo'))
   if objective == 'teams':
-    model = teams_pretrainer.build_teams_pretrainer(
-        testing_utils.tiny_teams_config(encoder=_demo_encoder_config()), seed=3)
-  else:  # COCO-LM's relative positions, as the *_rel_pos experiments build them.
+    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(
+        encoder=_demo_encoder_config(), **relative_positions), seed=3)
+  elif objective == 'coco_lm':
     model = coco_lm_pretrainer.build_coco_lm_pretrainer(testing_utils.tiny_coco_lm_config(
-        encoder=_demo_encoder_config(), relative_position_num_buckets=32,
-        relative_position_max_distance=128), seed=3)
+        encoder=_demo_encoder_config(), **relative_positions), seed=3)
+  else:
+    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=3)
   model(testing_utils.pretraining_batch())
   return tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
       os.path.join(directory, 'ckpt'))
@@ -118,13 +125,12 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
     }})
     return params
 
-  @parameterized.named_parameters(('teams', 'glue_sst2_demo', 'checkpoint'),
-                                  ('coco_lm', 'glue_sst2_demo_rel_pos', 'coco_lm_checkpoint'))
+  @parameterized.named_parameters(('teams', 'checkpoint'), ('coco_lm', 'coco_lm_checkpoint'))
   def test_init_checkpoint_restores_the_encoder_and_fine_tuning_lowers_the_loss(
-      self, name, checkpoint_attribute):
+      self, checkpoint_attribute):
     tf_keras.utils.set_random_seed(1)
     checkpoint = getattr(self, checkpoint_attribute)
-    params = self._params(name, checkpoint)
+    params = self._params('glue_sst2_demo', checkpoint)
     task = task_factory.get_task(params.task)
     model = task.build_model()
     batch = next(iter(task.build_inputs(params.task.train_data)))
@@ -160,13 +166,22 @@ class RunGlueTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_relative_position_checkpoints_select_the_rel_pos_experiments(self):
     run_glue = _import_run_glue()
-    self.assertFalse(run_glue.check_init_checkpoint(os.path.dirname(self.checkpoint)))
+    post_ln = _save_tiny_pretraining_checkpoint(os.path.join(self.get_temp_dir(), 'post_ln'),
+                                                'teams_post_ln')
+    self.assertFalse(run_glue.check_init_checkpoint(os.path.dirname(post_ln)))
     self.assertTrue(run_glue.check_init_checkpoint(os.path.dirname(self.coco_lm_checkpoint)))
+    # At a paper size that picks the `_rel_pos` twin, COCO-LM's encoder.
+    name = run_glue.experiment_name('sst2', 'small', relative_positions=True)
+    encoder = exp_factory.get_exp_config(name).task.model.encoder
+    self.assertEqual(('glue_sst2_small_rel_pos', 'any', 32),
+                     (name, encoder.type, encoder.any.relative_position_num_buckets))
+    # The demo has one kind, relative positions at the demo recipe's scale.
     params, _, _ = run_glue.build_params(
         'sst2', 'demo', 1, self.data_dir, os.path.dirname(self.coco_lm_checkpoint),
-        train_steps=2, relative_positions=True)
+        train_steps=2)
     self.assertEqual('any', params.task.model.encoder.type)
-    self.assertEqual(32, params.task.model.encoder.any.relative_position_num_buckets)
+    self.assertEqual((32, 10.0), (params.task.model.encoder.any.relative_position_num_buckets,
+                                  params.task.model.encoder.any.relative_position_bias_scale))
 
   def test_encoder_of_a_pre_ln_run_is_built_and_restored_whatever_the_size(self):
     # A teams_tf.train run (params.yaml beside the checkpoint) of a pre-LN, relative-position

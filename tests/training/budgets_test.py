@@ -77,9 +77,9 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
     params.trainer.max_train_flops = 7 * flops_per_step
     with self.assertLogs(absl_logging.get_absl_logger(), level='INFO') as logs:
       budgets.resolve(params)
-    self.assertIn('FLOP budget 1.26e9 = 7 steps of 1.79e8 FLOPs; training stops and the '
+    self.assertIn('FLOP budget 1.35e9 = 7 steps of 1.92e8 FLOPs; training stops and the '
                   'schedule ends there', '\n'.join(logs.output))
-    self.assertEqual(179_450_880, flops_per_step)  # Counted by hand in experiment_flops_test.
+    self.assertEqual(192_178_176, flops_per_step)  # Counted by hand in experiment_flops_test.
     optimizer_config = params.trainer.optimizer_config
     self.assertEqual((7, 7), (params.trainer.train_steps,
                               optimizer_config.learning_rate.polynomial.decay_steps))
@@ -87,7 +87,7 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(0.0, _learning_rate(optimizer_config, 7))
     self.assertGreater(_learning_rate(optimizer_config, 6), 0.0)
     # Warmup unchanged: the peak learning rate is reached at its end, then linear decay.
-    self.assertAllClose(1e-3 * 5 / 7, _learning_rate(optimizer_config, _WARMUP))
+    self.assertAllClose(3e-3 * 5 / 7, _learning_rate(optimizer_config, _WARMUP))
 
   def test_budget_between_steps_rounds_down(self):
     params = _bert_demo()
@@ -109,7 +109,7 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
     before = params.as_dict()
     with self.assertLogs(absl_logging.get_absl_logger(), level='INFO') as logs:
       budgets.resolve(params)
-    self.assertIn('= 6 steps of 1.79e8 FLOPs, more than trainer.train_steps=5: the budget does '
+    self.assertIn('= 6 steps of 1.92e8 FLOPs, more than trainer.train_steps=5: the budget does '
                   'not shorten the run', '\n'.join(logs.output))
     self.assertEqual(before, params.as_dict())
 
@@ -139,7 +139,7 @@ class ResolveTest(tf.test.TestCase, parameterized.TestCase):
     params = _bert_demo()
     params.trainer.max_train_flops = 1e6
     with self.assertRaisesRegex(ValueError, r'trainer.max_train_flops=1e6 is less than one '
-                                r'training step \(1.79e8 FLOPs'):
+                                r'training step \(1.92e8 FLOPs'):
       budgets.resolve(params)
 
   def test_flop_budget_within_warmup(self):

@@ -16,8 +16,8 @@ from teams_tf.training import experiment_flops
 from tests import testing_utils
 
 _B, _T, _P = 4, 32, 5
-# The demo encoder (configs/encoders.py 'tiny'): L, H, E, I.
-_L, _H, _E, _I = 4, 64, 32, 256
+# The demo encoder (configs/encoders.py 'tiny' with an unfactorised embedding): L, H, E, I.
+_L, _H, _E, _I = 4, 64, 64, 256
 
 
 def _demo(name):
@@ -42,7 +42,7 @@ def _layer(width=_H, ffn=_I):
 
 
 def _encoder(num_layers):
-  return [(_B * _T, _E, _H, 1)] + _layer() * num_layers  # E -> H projection, then the layers.
+  return _layer() * num_layers  # E = H: no embedding projection.
 
 
 def _mlm_head(rows, vocab_size):
@@ -60,7 +60,7 @@ class ExperimentFlopsTest(tf.test.TestCase, parameterized.TestCase):
     vocab_size = testing_utils.sample_vocab_size()
     k = 5
     expected = _trained(
-        *_encoder(_L // 2),  # Generator: half depth, full width, its own E -> H projection.
+        *_encoder(_L // 2),  # Generator: half depth, full width.
         *_mlm_head(_B * _P, vocab_size),
         *_encoder(_L),  # Discriminator.
         *_layer(), (_B * _T, _H, 1, 1),  # Attention RTD head: one layer and the logit.
