@@ -47,6 +47,7 @@ from official.nlp.data import data_loader_factory
 from official.nlp.tasks import sentence_prediction
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.configs import experiments
 from teams_tf.configs import finetune_experiments
 from teams_tf.data import atomic_files
 from teams_tf.data import glue_metrics
@@ -426,7 +427,7 @@ def _prepare():
   seeds = parse_seeds(_SEEDS.value)
   relative_positions = check_init_checkpoint(_INIT_CHECKPOINT.value)
   encoder = pretraining_encoder(_INIT_CHECKPOINT.value)
-  if encoder is not None or _SIZE.value in finetune_experiments.LOW_BUDGET_SIZES:
+  if encoder is not None or _SIZE.value in experiments.LOW_BUDGET_SIZES:
     # The encoder is the run's (demo, mini: one kind each), not a suffix's.
     relative_positions = False
   configs = {(task, seed): build_params(task, _SIZE.value, seed, _DATA_DIR.value,

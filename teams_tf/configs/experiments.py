@@ -212,19 +212,29 @@ def _model(objective, size, variant, encoder):
   return task_config_cls, model_config_cls(encoder=encoder, **fields)
 
 
-def _experiment(model, task_config_cls, learning_rate, batch_size, train_steps, warmup_steps,
-                seq_length, eval_batch_size, trainer_overrides, adam_epsilon=1e-6, runtime=None):
-  """Pretraining experiment of a model config over the embedded sample data."""
+def _experiment(model, task_config_cls, settings, trainer_overrides, runtime=None):
+  """Pretraining experiment of a model config over the embedded sample data.
+
+  Args:
+    model: the objective's model config.
+    task_config_cls: its task's config class.
+    settings: a `_Settings` or `_LowBudgetRecipe`: optimisation, batch and sequence length
+      (evaluation batches are as large as training ones).
+    trainer_overrides: further `PretrainTrainerConfig` fields.
+    runtime: a RuntimeConfig; the default one when None.
+  """
   return cfg.ExperimentConfig(
       runtime=runtime or cfg.RuntimeConfig(),
       task=task_config_cls(
           model=model,
-          train_data=_data('sample:train', True, seq_length, batch_size),
-          validation_data=_data('sample:valid', False, seq_length, eval_batch_size)),
+          train_data=_data('sample:train', True, settings.seq_length, settings.batch_size),
+          validation_data=_data('sample:valid', False, settings.seq_length,
+                                settings.batch_size)),
       trainer=trainer.PretrainTrainerConfig(
-          train_steps=train_steps,
+          train_steps=settings.train_steps,
           optimizer_config=optimization.adamw_linear_decay(
-              learning_rate, train_steps, warmup_steps, adam_epsilon),
+              settings.learning_rate, settings.train_steps, settings.warmup_steps,
+              settings.adam_epsilon),
           **trainer_overrides),
       restrictions=[
           'task.train_data.is_training != None',
@@ -250,14 +260,7 @@ def _paper_size(objective, size, variant):
   task_config_cls, model = _model(objective, size, variant, encoders.encoder_config(
       settings.encoder_size, vocab_size=_sample_vocab_size()))
   return _experiment(
-      model, task_config_cls,
-      learning_rate=settings.learning_rate,
-      batch_size=settings.batch_size,
-      train_steps=settings.train_steps,
-      warmup_steps=settings.warmup_steps,
-      seq_length=settings.seq_length,
-      adam_epsilon=settings.adam_epsilon,
-      eval_batch_size=settings.batch_size,
+      model, task_config_cls, settings,
       trainer_overrides=dict(
           steps_per_loop=1000, summary_interval=1000, checkpoint_interval=10_000,
           validation_interval=10_000, validation_steps=100),
@@ -288,6 +291,7 @@ class _LowBudgetRecipe(typing.NamedTuple):
   train_steps: int
   relative_position_bias_scale: float
   trainer_overrides: dict
+  adam_epsilon: float = 1e-6
 
 
 # `*_mini`, the learning benchmark: 4 layers, H 128. With 15% masking every variant tried stayed
@@ -307,6 +311,9 @@ _DEMO = _LowBudgetRecipe(
     trainer_overrides=dict(steps_per_loop=50, summary_interval=50, checkpoint_interval=200,
                            validation_interval=400, validation_steps=-1, max_to_keep=3))
 _LOW_BUDGET_RECIPES = {'demo': _DEMO, 'mini': _MINI}
+# The sizes of `_LOW_BUDGET_RECIPES`, registered for every objective; their fine-tuning builds
+# the runs' own encoder.
+LOW_BUDGET_SIZES = tuple(_LOW_BUDGET_RECIPES)
 
 
 def _predictions(mask_rate, seq_length):
@@ -345,15 +352,7 @@ def _low_budget(objective, size, variant):
   # COCO-LM's Table 3 "w/o. Rel-Pos" is the one variant that turns it off.
   model.relative_position_bias = variant != 'no_rel_pos'
   model.relative_position_bias_scale = recipe.relative_position_bias_scale
-  config = _experiment(
-      model, task_config_cls,
-      learning_rate=recipe.learning_rate,
-      batch_size=recipe.batch_size,
-      train_steps=recipe.train_steps,
-      warmup_steps=recipe.warmup_steps,
-      seq_length=recipe.seq_length,
-      eval_batch_size=recipe.batch_size,
-      trainer_overrides=dict(recipe.trainer_overrides))
+  config = _experiment(model, task_config_cls, recipe, dict(recipe.trainer_overrides))
   train_data, validation_data = config.task.train_data, config.task.validation_data
   train_data.mask_rate = recipe.mask_rate
   train_data.max_predictions_per_seq = _predictions(recipe.mask_rate, recipe.seq_length)
@@ -378,12 +377,12 @@ def sizes(objective):
   """The sizes an objective is registered at: its paper's, or every Table 5 size; demo, mini."""
   paper_sizes = _OWN_SETTINGS.get(objective, _TABLE5_OPTIMIZATION)
   return [size for size in _SIZE_DESCRIPTIONS
-          if size in paper_sizes or size in ('demo', 'mini')]
+          if size in paper_sizes or size in LOW_BUDGET_SIZES]
 
 
 def _size_description(objective, size, variant=None):
   paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
-  if paper not in _OWN_SETTINGS or size in ('demo', 'mini'):
+  if paper not in _OWN_SETTINGS or size in LOW_BUDGET_SIZES:
     return _SIZE_DESCRIPTIONS[size]
   settings = _OWN_SETTINGS[paper][size]
   layers, hidden = encoders.encoder_config(settings.encoder_size).num_layers, (
@@ -414,7 +413,7 @@ def pretraining_experiment(objective, size, variant=None):
   paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
   if size not in sizes(paper):
     raise ValueError(f'{paper} has no size {size!r}; use one of {sizes(paper)}.')
-  if size in _LOW_BUDGET_RECIPES:
+  if size in LOW_BUDGET_SIZES:
     return _low_budget(objective, size, variant)
   return _paper_size(objective, size, variant)
 

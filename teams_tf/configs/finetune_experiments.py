@@ -70,9 +70,6 @@ _GLUE_EPOCHS = 5
 _MINI_GLUE = (1e-4, 5)
 _WARMUP_FRACTION = 0.1
 _BERT_VOCAB_SIZE = 30522
-# Sizes whose fine-tuning encoder is one kind, the pretraining recipe's own (pre-LN, relative
-# positions): no `_rel_pos` twin.
-LOW_BUDGET_SIZES = ('demo', 'mini')
 
 
 def _encoder(size, relative_positions=False):
@@ -84,7 +81,7 @@ def _encoder(size, relative_positions=False):
   its final LayerNorm, relative positions at their recipe's scale), with Table 6's fine-tuning
   dropout.
   """
-  if size in LOW_BUDGET_SIZES:
+  if size in experiments.LOW_BUDGET_SIZES:
     config = experiments.low_budget_encoder_config(size)
     config.dropout_rate = config.attention_dropout_rate = 0.1  # Table 6.
     return encoders.EncoderConfig(
@@ -168,8 +165,9 @@ _ENCODERS = (('', False, 'bert_v2 encoder'),
              ('_rel_pos', True, 'relative-position (COCO-LM) encoder'))
 for _size in _TABLE6:
   _lr, _squad_lr, _squad_batch, _squad_epochs = _TABLE6[_size]
+  # Demo and mini fine-tune their runs' own encoder: one kind, no `_rel_pos` twin.
   for _suffix, _relative, _kind in (
-      _ENCODERS if _size not in LOW_BUDGET_SIZES
+      _ENCODERS if _size not in experiments.LOW_BUDGET_SIZES
       else (('', False, "run's pre-LN, relative-position encoder"),)):
     for _task_name, _task in GLUE_TASKS.items():
       _register(f'glue_{_task_name}_{_size}{_suffix}',

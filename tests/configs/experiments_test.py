@@ -143,7 +143,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
       if not experiments.yaml_path(name).startswith('pretraining/'):
         continue
       runtime = exp_factory.get_exp_config(name).runtime
-      if experiments.split_name(name)[1] in ('demo', 'mini'):
+      if experiments.split_name(name)[1] in experiments.LOW_BUDGET_SIZES:
         self.assertEqual(('mirrored', None),
                          (runtime.distribution_strategy, runtime.mixed_precision_dtype), name)
       else:
