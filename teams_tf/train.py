@@ -10,10 +10,12 @@ runs and where it writes, and adds what long runs need (`teams_tf.training`): a 
 checkpoint is set aside for the previous one, a resumed run continues its input where the
 checkpoint left it (and every worker of a multi-worker run resumes from the chief's checkpoint),
 a non-finite loss stops the run naming the step, the loss terms and the last good checkpoint,
-and a run stops at its training-FLOP or wall-clock budget (`trainer.max_train_flops`,
-`trainer.max_train_minutes`).
+a run stops at its training-FLOP or wall-clock budget (`trainer.max_train_flops`,
+`trainer.max_train_minutes`), and a larger `trainer.train_steps` continues a finished run with the
+learning-rate decay moved to the new last step (`training.schedules`).
 """
 
+import difflib
 import os
 import sys
 
@@ -45,8 +47,14 @@ from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 from teams_tf.training import non_finite
 from teams_tf.training import resume
+from teams_tf.training import schedules
 
 FLAGS = flags.FLAGS
+# Model Garden's flags a user needs, shown by --help beside this file's own.
+_KEY_FLAGS = ('experiment', 'mode', 'model_dir', 'config_file', 'params_override', 'gin_file',
+              'gin_params', 'tpu')
+# The modes Model Garden's `--mode` accepts that its OrbitExperimentRunner implements.
+_MODES = ('train', 'eval', 'train_and_eval', 'train_and_post_eval', 'continuous_eval')
 _LIST_EXPERIMENTS = flags.DEFINE_bool(
     'list_experiments', False, 'Print every registered experiment with a one-line description '
     'and exit.')
@@ -81,8 +89,9 @@ def _parse_params():
   try:
     exp_factory.get_exp_config(FLAGS.experiment)
   except LookupError:
-    _fail(f'unknown experiment {FLAGS.experiment!r}; registered: '
-          f'{", ".join(experiments.experiment_names())}')
+    close = difflib.get_close_matches(FLAGS.experiment, experiments.experiment_names(), n=3)
+    guess = f'; did you mean {" or ".join(repr(name) for name in close)}?' if close else ''
+    _fail(f'unknown experiment {FLAGS.experiment!r}{guess} (--list_experiments lists all)')
   try:
     return train_utils.parse_configuration(FLAGS)
   # Model Garden reads a --params_override it cannot parse as key=value pairs as a YAML path,
@@ -90,6 +99,34 @@ def _parse_params():
   except (KeyError, ValueError, AttributeError, TypeError, tf.errors.NotFoundError) as e:
     _fail(f'bad --config_file/--params_override for {FLAGS.experiment!r}: '
           f'{" ".join(str(e).split())}')
+
+
+def _mistyped_fields(value, default, key=''):
+  """(key, value, expected type) of each field whose number or bool default got another kind.
+
+  YAML keeps an override it cannot read as a number (`trainer.train_steps=abc`) a string, which
+  Model Garden stores as it is; unset (None) defaults say nothing about the type and are skipped.
+  """
+  if isinstance(default, dict) and isinstance(value, dict):
+    for name, field in value.items():
+      if name in default:
+        yield from _mistyped_fields(field, default[name], f'{key}.{name}' if key else name)
+  elif value is None:  # Optional fields; Model Garden checks what it needs set.
+    return
+  elif isinstance(default, bool):
+    if not isinstance(value, bool):
+      yield key, value, 'true or false'
+  elif isinstance(default, (int, float)) and (
+      isinstance(value, bool) or not isinstance(value, (int, float))):
+    yield key, value, 'an integer' if isinstance(default, int) else 'a number'
+
+
+def _check_field_types(params):
+  """One-line error for a config field given a value of the wrong kind, before anything runs."""
+  registered = exp_factory.get_exp_config(FLAGS.experiment).as_dict()
+  for key, value, expected in _mistyped_fields(params.as_dict(), registered):
+    _fail(f'{key}={value!r} must be {expected} (--params_override/--config_file for '
+          f'{FLAGS.experiment!r}).')
 
 
 def _strategy(params):
@@ -121,14 +158,22 @@ def main(_):
   if _LIST_EXPERIMENTS.value:
     _list_experiments()
     return
+  if FLAGS.mode not in _MODES:
+    _fail(f'--mode={FLAGS.mode} is not implemented by Model Garden\'s experiment runner; use one '
+          f'of {", ".join(_MODES)}.')
   if _OP_DETERMINISM.value and _SEED.value is None:
     _fail('--op_determinism needs --seed=N (random ops must have seeds to be deterministic).')
   if _OP_DETERMINISM.value and os.environ.get('TF_ENABLE_ONEDNN_OPTS') != '0':
     _fail('--op_determinism needs the oneDNN CPU kernels off, and TensorFlow loaded with '
           f'TF_ENABLE_ONEDNN_OPTS={os.environ.get("TF_ENABLE_ONEDNN_OPTS")}: unset it or set it '
           'to 0.')
+  if tf.io.gfile.exists(FLAGS.model_dir) and not tf.io.gfile.isdir(FLAGS.model_dir):
+    _fail(f'--model_dir={FLAGS.model_dir} is a file, not a directory: pass a new directory or '
+          'the one of the run to continue.')
   _parse_gin()
   params = _parse_params()
+  _check_field_types(params)
+  schedules.follow_train_steps(params, exp_factory.get_exp_config(FLAGS.experiment))
   try:
     budgets.resolve(params)  # A FLOP budget becomes train_steps before params.yaml is written.
   except ValueError as e:
@@ -143,14 +188,19 @@ def main(_):
   strategy = _strategy(params)
   # The chief writes; other workers of a multi-worker run would write the same files again.
   chief = strategy.extended.should_checkpoint
+  try:
+    # Every worker picks the same checkpoint; only the chief moves damaged ones aside.
+    latest = checkpoints.latest_restorable(model_dir, set_aside='train' in FLAGS.mode and chief)
+    if 'train' in FLAGS.mode:
+      schedules.check_resumable(params, checkpoints.global_step(latest))
+  except (ValueError, RuntimeError) as e:
+    _fail(str(e))
   if 'train' in FLAGS.mode and chief:
     train_utils.serialize_config(params, model_dir)
   logging.info('Running %s of %r on %d replica(s); checkpoints, TensorBoard summaries and '
                'params.yaml in %s', FLAGS.mode, FLAGS.experiment,
                strategy.num_replicas_in_sync, os.path.abspath(model_dir))
   try:
-    # Every worker picks the same checkpoint; only the chief moves damaged ones aside.
-    latest = checkpoints.latest_restorable(model_dir, set_aside='train' in FLAGS.mode and chief)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir)
       trainer = resume.build_trainer(params, task, FLAGS.mode, model_dir,
@@ -184,6 +234,8 @@ def main(_):
 def run():
   """Console-script entry point (`teams-train`)."""
   tfm_flags.define_flags()
+  for name in _KEY_FLAGS:
+    flags.declare_key_flag(name)
   required = ['experiment', 'mode', 'model_dir']
   flags.register_multi_flags_validator(
       required + ['list_experiments'],

@@ -29,9 +29,8 @@ import orbit
 import tensorflow as tf
 
 from teams_tf.training import experiment_flops
+from teams_tf.training import schedules
 
-# Learning-rate schedules whose decay ends at `offset + decay_steps` (Model Garden's configs).
-_DECAYING_SCHEDULES = ('polynomial', 'cosine')
 _WARMUPS = ('linear', 'polynomial')
 
 
@@ -80,10 +79,10 @@ def _end_schedule_at(optimizer_config, steps):
         f'{warmup_steps:,} warmup steps (the learning rate would never leave warmup): raise the '
         f'budget or lower trainer.optimizer_config.warmup.{warmup_type}.warmup_steps.')
   schedule_type = optimizer_config.learning_rate.type
-  if schedule_type not in _DECAYING_SCHEDULES:
+  if schedule_type not in schedules.DECAYING_SCHEDULES:
     raise ValueError(
         'trainer.max_train_flops ends the learning-rate decay at the budget, which needs '
-        f'trainer.optimizer_config.learning_rate.type in {_DECAYING_SCHEDULES}, not '
+        f'trainer.optimizer_config.learning_rate.type in {schedules.DECAYING_SCHEDULES}, not '
         f'{schedule_type!r}.')
   schedule = getattr(optimizer_config.learning_rate, schedule_type)
   if steps <= schedule.offset:

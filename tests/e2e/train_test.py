@@ -62,9 +62,24 @@ class TrainTest(tf.test.TestCase):
     self.assertIn(expected, last_line)
 
   def test_unknown_experiment(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_tiny', '--mode=train')
-    self._assert_one_line_error(result, "unknown experiment 'teams_tiny'; registered:")
-    self.assertIn('teams_demo', result.stderr)
+    result = _train(self.get_temp_dir(), '--experiment=teams_smal', '--mode=train')
+    self._assert_one_line_error(
+        result, "unknown experiment 'teams_smal'; did you mean 'teams_small'")
+    self.assertIn('(--list_experiments lists all)', result.stderr)
+    self.assertLess(len(result.stderr.strip().splitlines()[-1]), 200)
+
+  def test_mode_model_garden_does_not_run(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo',
+                    '--mode=continuous_train_and_eval')
+    self._assert_one_line_error(result, 'use one of train, eval, train_and_eval')
+
+  def test_help_shows_the_flags_a_user_needs(self):
+    # absl exits with status 1 after --help.
+    result = subprocess.run([sys.executable, '-m', 'teams_tf.train', '--help'], cwd=_ROOT,
+                            capture_output=True, text=True, timeout=600, check=False)
+    for name in ('experiment', 'mode', 'model_dir', 'config_file', 'params_override',
+                 'gin_file', 'gin_params', 'tpu', 'seed', 'list_experiments'):
+      self.assertIn(f'--{name}', result.stdout)
 
   def test_tpu_experiment_without_a_tpu(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_small', '--mode=train')
@@ -81,6 +96,22 @@ class TrainTest(tf.test.TestCase):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
                     '--params_override=task.train_data.input_path=/data/shard-[0-6].tfrecord')
     self._assert_one_line_error(result, 'bad --config_file/--params_override')
+
+  def test_a_word_for_a_number_is_refused_before_anything_is_written(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'abc')
+    result = _train(model_dir, '--experiment=teams_demo', '--mode=train',
+                    '--params_override=trainer.train_steps=abc')
+    self._assert_one_line_error(result, "trainer.train_steps='abc' must be an integer")
+    self.assertFalse(os.path.exists(model_dir))
+
+  def test_model_dir_that_is_a_file(self):
+    path = os.path.join(self.get_temp_dir(), 'notes.txt')
+    with open(path, 'w') as f:
+      f.write('my notes')
+    result = _train(path, '--experiment=teams_demo', '--mode=train')
+    self._assert_one_line_error(result, 'notes.txt is a file, not a directory')
+    with open(path) as f:
+      self.assertEqual('my notes', f.read())
 
   def test_bad_gin_binding(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
