@@ -47,6 +47,7 @@ from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 from teams_tf.training import non_finite
 from teams_tf.training import resume
+from teams_tf.training import run_summary
 from teams_tf.training import schedules
 
 FLAGS = flags.FLAGS
@@ -227,8 +228,12 @@ def main(_):
     _fail(str(e))
   if chief:
     train_utils.save_gin_config(FLAGS.mode, model_dir)
-  logging.info('Done: %s of %r in %s', FLAGS.mode, FLAGS.experiment,
-               os.path.abspath(model_dir))
+  try:
+    size = experiments.split_name(FLAGS.experiment)[1]
+  except ValueError:  # A fine-tuning experiment.
+    size = None
+  print(run_summary.closing_summary(model_dir, FLAGS.experiment, FLAGS.mode, params.task.model,
+                                    size), flush=True)
 
 
 def run():

@@ -10,7 +10,6 @@ it ends, so the report fills in across sessions. The report (`learning.md`, `lea
 """
 
 import dataclasses
-import glob
 import json
 import os
 import subprocess
@@ -18,9 +17,8 @@ import sys
 import time
 from typing import Optional
 
-import tensorflow as tf
-
 from teams_tf.data import atomic_files
+from teams_tf.training import run_summary
 
 OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
 
@@ -116,27 +114,13 @@ def train_command(objective: str, setup: Setup) -> list[str]:
           f'--params_override={overrides(setup)}']
 
 
-def read_scalars(event_dir: str) -> dict[int, dict[str, float]]:
-  """Step -> {tag: value, 'wall_time': seconds} from the TensorBoard events under `event_dir`."""
-  scalars = {}
-  for path in sorted(glob.glob(os.path.join(event_dir, 'events.out.tfevents.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        number = (float(tf.make_ndarray(value.tensor)) if value.HasField('tensor')
-                  else float(value.simple_value))
-        row = scalars.setdefault(int(event.step), {})
-        row[value.tag] = number
-        row['wall_time'] = event.wall_time
-  return scalars
-
-
 def curve(model_dir: str, flops_per_step: float) -> list[dict]:
   """The validation curve of a run: one dict per evaluation, with FLOPs and training seconds.
 
   Training seconds come from the wall times of the training summaries (`training_seconds`).
   """
-  validation = read_scalars(os.path.join(model_dir, 'validation'))
-  train = read_scalars(os.path.join(model_dir, 'train'))
+  validation = run_summary.read_scalars(os.path.join(model_dir, 'validation'))
+  train = run_summary.read_scalars(os.path.join(model_dir, 'train'))
   train_times = {step: row['wall_time'] for step, row in train.items()}
   rows = []
   for step in sorted(validation):

@@ -13,7 +13,9 @@ not only the chief, resumes from the chief's latest checkpoint; it also stops a 
 wall-clock budget (`training.budgets`).
 """
 
+import contextlib
 import functools
+import logging as logging_lib
 from typing import Optional
 
 from absl import logging
@@ -60,6 +62,28 @@ def build_trainer(params, task, mode: str, model_dir: str, start_step: int):
       checkpoint_exporter=train_utils.maybe_create_best_ckpt_exporter(params, model_dir))
 
 
+class _DropFlopProfilerFailure(logging_lib.Filter):
+
+  def filter(self, record):
+    return not record.getMessage().startswith(_FLOP_PROFILER_FAILURE)
+
+
+# Model Garden's `run` ends by profiling the model's FLOPs, which needs a functional Keras model
+# (`model.inputs`); the pretraining models here are subclassed, so it always logs this as an
+# error. Their FLOPs are counted analytically instead (`training.experiment_flops`).
+_FLOP_PROFILER_FAILURE = 'Failed to count model FLOPs'
+
+
+@contextlib.contextmanager
+def _without_flop_profiler_failure():
+  drop = _DropFlopProfilerFailure()
+  logging.get_absl_logger().addFilter(drop)
+  try:
+    yield
+  finally:
+    logging.get_absl_logger().removeFilter(drop)
+
+
 class ExperimentRunner(train_lib.OrbitExperimentRunner):
   """Model Garden's runner, in which a non-chief worker resumes from the chief's checkpoint.
 
@@ -99,7 +123,8 @@ class ExperimentRunner(train_lib.OrbitExperimentRunner):
   def run(self):
     """Model Garden's `run`; at a wall-clock stop, a checkpoint and the final evaluation."""
     try:
-      return super().run()
+      with _without_flop_profiler_failure():
+        return super().run()
     except budgets.WallClockBudgetReached as stop:
       logging.info('%s; stopping: saving a checkpoint%s.', stop,
                    ' and running the final evaluation' if self._final_evaluation else '')

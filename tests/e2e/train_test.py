@@ -42,6 +42,10 @@ class TrainTest(tf.test.TestCase):
     with open(os.path.join(model_dir, 'operative_config.train_and_eval.gin')) as f:
       self.assertIn('AttentionRtdHead.norm_epsilon = 1e-06', f.read())
     self.assertIn('validation_loss', first.stderr)
+    # It ends with the closing summary, and without Model Garden's FLOP-profiler failure.
+    self.assertIn(f"Done: train_and_eval of 'teams_demo' in {model_dir}", first.stdout)
+    self.assertRegex(first.stdout, r'rtd_auc +[0-9.]+  \(chance 0\.500; context-free [0-9.]+\)')
+    self.assertNotIn('Failed to count model FLOPs', first.stderr)
 
     # Continue pretraining in a new run: its encoder starts from the first run's (Model Garden
     # calls Task.initialize because the new model_dir has no checkpoint).
