@@ -16,8 +16,10 @@ learning-rate decay moved to the new last step (`training.schedules`).
 """
 
 import difflib
+import logging as logging_lib
 import os
 import sys
+import warnings
 
 # oneDNN's CPU kernels are outside TensorFlow's op determinism: under CPU contention they now
 # and then round differently (2 of 9 identical 16-step runs, three at a time, ended with weights
@@ -25,6 +27,11 @@ import sys
 # before the import.
 if any(arg in ('--op_determinism', '--op_determinism=true') for arg in sys.argv[1:]):
   os.environ.setdefault('TF_ENABLE_ONEDNN_OPTS', '0')
+# TensorFlow's C++ start-up lines (CUDA probing, CPU features, XLA) would bury a one-line error;
+# `--tf_cpp_logs` or a TF_CPP_MIN_LOG_LEVEL of the user's own keeps them.
+if not any(arg in ('--tf_cpp_logs', '--tf_cpp_logs=true') for arg in sys.argv[1:]):
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+warnings.filterwarnings('ignore', message='pkg_resources is deprecated', category=UserWarning)
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -63,11 +70,24 @@ _SEED = flags.DEFINE_integer(
     'seed', None, 'Seeds Python, NumPy and TensorFlow before the model is built, so weight '
     'initialization and the sampling seeds repeat (the input pipeline has its own '
     'task.train_data.seed).')
+flags.DEFINE_bool(  # Read from sys.argv above, before TensorFlow loads.
+    'tf_cpp_logs', False, "Shows TensorFlow's C++ start-up logging (hidden by default with "
+    'TF_CPP_MIN_LOG_LEVEL=3 unless that variable is set).')
+_LOG_PARAMS = flags.DEFINE_bool(
+    'log_params', False, 'Logs the full experiment config before the run (it is always written '
+    'to params.yaml in --model_dir).')
 _OP_DETERMINISM = flags.DEFINE_bool(
     'op_determinism', False, 'Makes every TensorFlow op deterministic '
     '(tf.config.experimental.enable_op_determinism; needs --seed) and turns off the oneDNN CPU '
     'kernels, which are not: with it, a resumed run ends with the same weights as an '
     'uninterrupted one. Some ops get slower.')
+
+
+class _PrintedOnly(logging_lib.Filter):
+  """Drops the log copy of what Orbit's controller prints (progress, metrics, checkpoints)."""
+
+  def filter(self, record):
+    return not record.pathname.endswith(os.path.join('orbit', 'controller.py'))
 
 
 def _fail(message):
@@ -94,7 +114,7 @@ def _parse_params():
     guess = f'; did you mean {" or ".join(repr(name) for name in close)}?' if close else ''
     _fail(f'unknown experiment {FLAGS.experiment!r}{guess} (--list_experiments lists all)')
   try:
-    return train_utils.parse_configuration(FLAGS)
+    return train_utils.parse_configuration(FLAGS, print_return=_LOG_PARAMS.value)
   # Model Garden reads a --params_override it cannot parse as key=value pairs as a YAML path,
   # hence NotFoundError (e.g. for an unquoted glob with brackets).
   except (KeyError, ValueError, AttributeError, TypeError, tf.errors.NotFoundError) as e:
@@ -156,6 +176,10 @@ def _list_experiments():
 
 
 def main(_):
+  # Orbit prints each progress and metrics block and logs it too; keep one copy, on stdout, line
+  # by line so that a log file of a killed run still ends at its last step.
+  sys.stdout.reconfigure(line_buffering=True)
+  logging.get_absl_logger().addFilter(_PrintedOnly())
   if _LIST_EXPERIMENTS.value:
     _list_experiments()
     return
@@ -196,11 +220,6 @@ def main(_):
       schedules.check_resumable(params, checkpoints.global_step(latest))
   except (ValueError, RuntimeError) as e:
     _fail(str(e))
-  if 'train' in FLAGS.mode and chief:
-    train_utils.serialize_config(params, model_dir)
-  logging.info('Running %s of %r on %d replica(s); checkpoints, TensorBoard summaries and '
-               'params.yaml in %s', FLAGS.mode, FLAGS.experiment,
-               strategy.num_replicas_in_sync, os.path.abspath(model_dir))
   try:
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir)
@@ -208,6 +227,12 @@ def main(_):
                                      checkpoints.global_step(latest))
   except (ValueError, RuntimeError) as e:
     _fail(str(e))
+  # Written once the run has been checked and built: a run that fails to start leaves nothing.
+  if 'train' in FLAGS.mode and chief:
+    train_utils.serialize_config(params, model_dir)
+  logging.info('Running %s of %r on %d replica(s); checkpoints, TensorBoard summaries and '
+               'params.yaml in %s', FLAGS.mode, FLAGS.experiment,
+               strategy.num_replicas_in_sync, os.path.abspath(model_dir))
   try:
     resume.ExperimentRunner(
         # Every worker resumes its input at the step of `latest` (build_trainer above); a

@@ -26,7 +26,8 @@ def read_scalars(event_dir: str) -> dict[int, dict[str, float]]:
   """Step -> {tag: value, 'wall_time': seconds} from the TensorBoard events under `event_dir`."""
   scalars = {}
   for path in sorted(glob.glob(os.path.join(event_dir, 'events.out.tfevents.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
       for value in event.summary.value:
         number = (float(tf.make_ndarray(value.tensor)) if value.HasField('tensor')
                   else float(value.simple_value))

@@ -72,14 +72,15 @@ class PreemptionTest(tf.test.TestCase):
     cls.whole_dir, cls.killed_dir = os.path.join(root, 'whole'), os.path.join(root, 'killed')
     whole = subprocess.Popen(_command(cls.whole_dir), cwd=_ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
-    victim = subprocess.Popen(_command(cls.killed_dir), cwd=_ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    # Its progress lines are on stdout (line-buffered, so they survive the kill), the log on stderr.
+    victim = subprocess.Popen(_command(cls.killed_dir), cwd=_ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
     while tf.train.latest_checkpoint(cls.killed_dir) is None and time.time() < deadline:
       time.sleep(0.05)
     time.sleep(random.uniform(0.0, 1.0))
     victim.send_signal(signal.SIGKILL)
-    cls.victim_stderr = victim.communicate(timeout=60)[1]
+    cls.victim_output = victim.communicate(timeout=60)[0]
     cls.victim_returncode = victim.returncode
     cls.killed_at_checkpoint = _latest_step(cls.killed_dir)
     cls.whole_stderr = whole.communicate(timeout=600)[1]
@@ -92,15 +93,15 @@ class PreemptionTest(tf.test.TestCase):
     super().tearDownClass()
 
   def test_restart_resumes_from_the_latest_checkpoint_and_finishes(self):
-    self.assertEqual(-signal.SIGKILL, self.victim_returncode, self.victim_stderr[-2000:])
+    self.assertEqual(-signal.SIGKILL, self.victim_returncode, self.victim_output[-2000:])
     self.assertEqual(0, self.restarted.returncode, self.restarted.stderr[-3000:])
     resumed_at = self.killed_at_checkpoint
     self.assertIn(f'Resuming at step {resumed_at}:', self.restarted.stderr)
     self.assertIn(f'train | step: {resumed_at:6d} | training until step {_STEPS}',
-                  self.restarted.stderr)
+                  self.restarted.stdout)
     # At most the steps since the last checkpoint are repeated.
     steps_done = [int(s) for s in re.findall(r'train \| step: +(\d+) \| steps/sec',
-                                             self.victim_stderr)]
+                                             self.victim_output)]
     self.assertLessEqual(max(steps_done, default=0) - resumed_at, 2)
     self.assertEqual(_STEPS, _latest_step(self.killed_dir))
 

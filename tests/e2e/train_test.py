@@ -41,7 +41,7 @@ class TrainTest(tf.test.TestCase):
     self.assertNotEmpty(glob.glob(os.path.join(model_dir, 'validation', 'events.*')))
     with open(os.path.join(model_dir, 'operative_config.train_and_eval.gin')) as f:
       self.assertIn('AttentionRtdHead.norm_epsilon = 1e-06', f.read())
-    self.assertIn('validation_loss', first.stderr)
+    self.assertIn('validation_loss', first.stdout)
     # It ends with the closing summary, and without Model Garden's FLOP-profiler failure.
     self.assertIn(f"Done: train_and_eval of 'teams_demo' in {model_dir}", first.stdout)
     self.assertRegex(first.stdout, r'rtd_auc +[0-9.]+  \(chance 0\.500; context-free [0-9.]+\)')
@@ -55,7 +55,7 @@ class TrainTest(tf.test.TestCase):
                     f'task.init_checkpoint={model_dir}')
     self.assertEqual(0, second.returncode, second.stderr[-3000:])
     self.assertIn(f"Started from encoder of {os.path.join(model_dir, 'ckpt-4')}", second.stderr)
-    self.assertIn('train | step:      0 | training until step 2', second.stderr)
+    self.assertIn('train | step:      0 | training until step 2', second.stdout)
     self.assertTrue(tf.io.gfile.exists(os.path.join(continued_dir, 'ckpt-2.index')))
 
   def _assert_one_line_error(self, result, expected):

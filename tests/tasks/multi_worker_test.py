@@ -80,7 +80,7 @@ def _train_cluster(model_dir, work_dir, train_steps):
           [sys.executable, '-m', 'teams_tf.train', '--experiment=teams_demo', '--mode=train',
            f'--model_dir={model_dir}',
            f'--params_override={_OVERRIDES},trainer.train_steps={train_steps}'],
-          cwd=_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+          cwd=_ROOT, env=env, stdout=stderr, stderr=stderr)  # Orbit's progress is on stdout.
     workers.append((process, tmp_dir, stderr_path))
   deadline = time.monotonic() + _TIMEOUT_SECONDS
   try:

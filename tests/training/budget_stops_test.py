@@ -82,7 +82,8 @@ class BudgetStopsTest(tf.test.TestCase):
     self.assertIn('wall-clock budget of 0.001 min (trainer.max_train_minutes) reached at step 2 ',
                   run.stderr)
     self.assertIn('stopping: saving a checkpoint and running the final evaluation', run.stderr)
-    self.assertNotIn('train | step:      4', run.stderr)
+    self.assertIn('train | step:      2 | steps/sec', run.stdout)
+    self.assertNotIn('train | step:      4', run.stdout)
     self.assertEqual([2], _checkpoint_steps(model_dir))
     events = glob.glob(os.path.join(model_dir, 'validation', 'events.*'))
     self.assertLen(events, 1)
