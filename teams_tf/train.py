@@ -18,6 +18,7 @@ learning-rate decay moved to the new last step (`training.schedules`).
 import difflib
 import logging as logging_lib
 import os
+import re
 import sys
 import warnings
 
@@ -91,8 +92,12 @@ class _PrintedOnly(logging_lib.Filter):
 
 
 def _fail(message):
-  """Exits with a one-line error instead of a stack trace."""
-  sys.exit(f'error: {message}')
+  """Exits with a one-line error instead of a stack trace.
+
+  Gin appends where an error passed through a configurable ("In call to configurable 'Trainer'")
+  as a second line; the error itself is the first.
+  """
+  sys.exit(f'error: {message.split(chr(10) + "  In call to configurable")[0]}')
 
 
 def _parse_gin():
@@ -118,8 +123,12 @@ def _parse_params():
   # Model Garden reads a --params_override it cannot parse as key=value pairs as a YAML path,
   # hence NotFoundError (e.g. for an unquoted glob with brackets).
   except (KeyError, ValueError, AttributeError, TypeError, tf.errors.NotFoundError) as e:
+    hint = ''
+    if re.search(r'input_path=[^,\'"]*,', FLAGS.params_override or ''):
+      hint = (" (its commas separate overrides: quote a list of files, "
+              "task.train_data.input_path='a.txt,b.txt', or use a glob)")
     _fail(f'bad --config_file/--params_override for {FLAGS.experiment!r}: '
-          f'{" ".join(str(e).split())}')
+          f'{" ".join(str(e).split())}{hint}')
 
 
 def _mistyped_fields(value, default, key=''):

@@ -117,6 +117,20 @@ class TrainTest(tf.test.TestCase):
     with open(path) as f:
       self.assertEqual('my notes', f.read())
 
+  def test_several_input_files_in_one_override(self):
+    result = _train(self.get_temp_dir(), '--experiment=bert_demo', '--mode=train',
+                    '--params_override=task.train_data.input_path=/tmp/a.txt,/tmp/b.txt')
+    self._assert_one_line_error(
+        result, "quote a list of files, task.train_data.input_path='a.txt,b.txt'")
+
+  def test_missing_input_file_is_one_line_and_writes_nothing(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'missing_input')
+    missing = os.path.join(self.get_temp_dir(), 'no_such_corpus.txt')
+    result = _train(model_dir, '--experiment=bert_demo', '--mode=train',
+                    f"--params_override=task.train_data.input_path='{missing},{missing}'")
+    self._assert_one_line_error(result, f"input_path pattern '{missing}' matches no file")
+    self.assertFalse(os.path.exists(model_dir))
+
   def test_bad_gin_binding(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
                     '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0')
