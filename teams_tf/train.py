@@ -177,6 +177,17 @@ def _strategy(params):
           f'(runtime.distribution_strategy): {" ".join(str(e).split()).rstrip(".")}.{hint}')
 
 
+def _training_shapes(params):
+  """What sets the cost of a step: batch, sequence length, predictions, precision, steps."""
+  data = params.task.train_data
+  shapes = [f'batch {data.global_batch_size}', f'T {data.seq_length}']
+  if getattr(data, 'max_predictions_per_seq', None):  # Pretraining data.
+    shapes.append(f'{data.max_predictions_per_seq} predictions per sequence')
+  shapes.append(params.runtime.mixed_precision_dtype or 'float32')
+  shapes.append(f'{params.trainer.train_steps:,} steps')
+  return ', '.join(shapes)
+
+
 def _list_experiments():
   names = experiments.experiment_names()
   width = max(len(name) for name in names)
@@ -239,9 +250,10 @@ def main(_):
   # Written once the run has been checked and built: a run that fails to start leaves nothing.
   if 'train' in FLAGS.mode and chief:
     train_utils.serialize_config(params, model_dir)
-  logging.info('Running %s of %r on %d replica(s); checkpoints, TensorBoard summaries and '
+  logging.info('Running %s of %r on %d replica(s) (%s); checkpoints, TensorBoard summaries and '
                'params.yaml in %s', FLAGS.mode, FLAGS.experiment,
-               strategy.num_replicas_in_sync, os.path.abspath(model_dir))
+               strategy.num_replicas_in_sync, _training_shapes(params),
+               os.path.abspath(model_dir))
   try:
     resume.ExperimentRunner(
         # Every worker resumes its input at the step of `latest` (build_trainer above); a
@@ -260,6 +272,12 @@ def main(_):
     ).run()
   except (non_finite.NonFiniteLossError, init_checkpoint.InitCheckpointError) as e:
     _fail(str(e))
+  except tf.errors.OutOfRangeError:
+    # The training input repeats, so it runs dry only when it yields less than one batch.
+    data = params.task.train_data
+    _fail(f'the training input ran out of batches: task.train_data.input_path='
+          f'{data.input_path!r} yields less than one batch of {data.global_batch_size}; add data '
+          'or lower task.train_data.global_batch_size.')
   if chief:
     train_utils.save_gin_config(FLAGS.mode, model_dir)
   try:

@@ -18,13 +18,16 @@ TFDS example) and the 1-based line:
     dynamic path while removing the characters from the text.
 Lines longer than a sequence are split when sequences are packed (`sequence_packing`).
 
-`split_sentences` is a rule-based sentence splitter; it only decides packing boundaries.
+The training loaders' text inputs get the file-level checks, by each file's head, through
+`usable_text_files`. `split_sentences` is a rule-based sentence splitter; it only decides packing
+boundaries.
 """
 
 import dataclasses
 import re
 from typing import Iterator, Optional
 
+from absl import logging
 import tensorflow as tf
 
 from teams_tf.data import embedded
@@ -184,6 +187,47 @@ def _binary_reason(path: str, data: bytes, lines: list[bytes]) -> Optional[str]:
             f'valid UTF-8 (more than {_MAX_INVALID_LINE_FRACTION:.0%}); the file looks binary and is '
             'skipped')
   return None
+
+
+def text_file_problem(path: str, prefix_bytes: int = 1 << 16) -> Optional[str]:
+  """Why a training input file holds no usable text (a message naming it), or None.
+
+  The training loaders read files as a stream, so only the first `prefix_bytes` are looked at
+  (a corpus file is judged by its head): an empty file, a head of blank lines only in a file no
+  longer than that, a NUL byte or mostly invalid UTF-8 in the head (as `read_file_documents`).
+  """
+  size = tf.io.gfile.stat(path).length
+  if size == 0:
+    return f'{path}: empty file (0 bytes)'
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    head = f.read(prefix_bytes)
+  lines = head.split(b'\n')
+  if len(head) < size:  # The head may end inside a line (or a UTF-8 character).
+    lines = lines[:-1] or lines
+  if size <= prefix_bytes and not head.strip():
+    return f'{path}: no non-blank line ({size} bytes)'
+  return _binary_reason(path, head, lines)
+
+
+def usable_text_files(files: list[str], input_path: str) -> list[str]:
+  """`files` (of `input_path`) without those that hold no text, which are logged as skipped.
+
+  Raises:
+    ValueError: no file holds text; the message names the first problem and the fix.
+  """
+  problems = {path: text_file_problem(path) for path in files}
+  skipped = [problem for problem in problems.values() if problem]
+  usable = [path for path in files if not problems[path]]
+  if skipped and usable:
+    logging.warning('input_path %r: skipping %d of %d files that hold no text: %s%s', input_path,
+                    len(skipped), len(files), '; '.join(skipped[:3]),
+                    f'; and {len(skipped) - 3} more' if len(skipped) > 3 else '')
+  if not usable:
+    raise ValueError(
+        f'input_path {input_path!r}: none of its {len(files)} file(s) holds text ({skipped[0]}'
+        f'{f"; and {len(skipped) - 1} more" if len(skipped) > 1 else ""}); point it at UTF-8 '
+        "text files, one paragraph per line, or records with input_format='tfrecord'.")
+  return usable
 
 
 def read_file_documents(path: str, document_mode: str, stats: CorpusStats) -> Iterator[Document]:

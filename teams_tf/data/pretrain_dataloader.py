@@ -24,6 +24,7 @@ from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 from official.nlp.data import data_loader_factory
 
+from teams_tf.data import corpus
 from teams_tf.data import input_files
 from teams_tf.data import masking
 from teams_tf.data import record_dataloader
@@ -126,6 +127,8 @@ class PretrainDataLoader(data_loader.DataLoader):
         mask_token_rate=params.mask_token_rate, random_token_rate=params.random_token_rate,
         special_ids=self._vocab.special_ids, mask_id=self._vocab.mask_id, vocab_size=self._vocab.size)
     self._files = input_files.list_input_files(params.input_path)
+    if params.input_format == 'text':
+      self._files = corpus.usable_text_files(self._files, params.input_path)
     self._seed = 0 if params.seed is None else params.seed
 
   @property

@@ -246,10 +246,6 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
     raise ValueError(f'{output_dir!r} already holds {len(existing)} output file(s) with prefix '
                      f'{output_prefix!r} (e.g. {os.path.basename(existing[0])}); delete them, choose '
                      'another output prefix, or pass --overwrite.')
-  tf.io.gfile.makedirs(output_dir)
-  for path in existing:
-    tf.io.gfile.remove(path)
-
   corpus_stats, packing_stats = corpus.CorpusStats(), sequence_packing.PackingStats()
   context = multiprocessing.get_context('spawn')
   pool = context.Pool(num_workers) if num_workers > 1 else None
@@ -260,6 +256,11 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
     if not len(sequences):
       raise ValueError('no text to pack: every input was empty or skipped '
                        f'({corpus_stats.skipped()}).')
+    # Only now that there is something to write: a failed run creates no directory and leaves
+    # the outputs of an earlier run in place.
+    tf.io.gfile.makedirs(output_dir)
+    for path in existing:
+      tf.io.gfile.remove(path)
     for name in ('input_ids', 'segment_ids', 'lengths'):
       np.save(os.path.join(arrays_dir, f'{name}.npy'), getattr(sequences, name))
     copies = options.dupe_factor if options.output_kind == 'masked' else 1
@@ -284,8 +285,10 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
       pool.join()
     shutil.rmtree(arrays_dir, ignore_errors=True)
     # Shards of workers stopped mid-write (a worker's own failure removes its file itself).
-    for leftover in tf.io.gfile.glob(os.path.join(output_dir, f'.{output_prefix}-*.incomplete')):
-      tf.io.gfile.remove(leftover)
+    if tf.io.gfile.isdir(output_dir):
+      for leftover in tf.io.gfile.glob(
+          os.path.join(output_dir, f'.{output_prefix}-*.incomplete')):
+        tf.io.gfile.remove(leftover)
 
   summary = _summary(source, files, options, vocab, corpus_stats, packing_stats, names,
                      shard_records)

@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from teams_tf.data import corpus
+from teams_tf.data import embedded
 
 
 def _write(directory, name, content):
@@ -194,6 +195,52 @@ class SplitSentencesTest(tf.test.TestCase, parameterized.TestCase):
     for paragraph in documents[0].paragraphs:
       self.assertEqual(''.join(corpus.split_sentences(paragraph)).replace(' ', ''),
                        paragraph.replace(' ', ''))
+
+
+
+class TrainingInputFilesTest(tf.test.TestCase):
+  """What the training loaders keep of a text input: files that hold text."""
+
+  def setUp(self):
+    super().setUp()
+    self.dir = self.get_temp_dir()
+    self.text = _write(self.dir, 'text.txt', 'A paragraph of words.\nAnother one.\n')
+
+  def test_text_has_no_problem(self):
+    self.assertIsNone(corpus.text_file_problem(self.text))
+    self.assertIsNone(corpus.text_file_problem(embedded.resolve_path('sample:train')))
+
+  def test_empty_and_blank_files(self):
+    self.assertEqual(f'{self.dir}/empty.txt: empty file (0 bytes)',
+                     corpus.text_file_problem(_write(self.dir, 'empty.txt', b'')))
+    self.assertIn('no non-blank line (4 bytes)',
+                  corpus.text_file_problem(_write(self.dir, 'blank.txt', ' \n\n\t')))
+
+  def test_binary_files(self):
+    self.assertIn('NUL byte; the file looks binary',
+                  corpus.text_file_problem(_write(self.dir, 'model.bin', b'ab\ncd\x00ef')))
+    garbage = b'\n'.join(bytes([0xff, 0xfe, 65 + i]) for i in range(20))
+    self.assertIn('the file looks binary',
+                  corpus.text_file_problem(_write(self.dir, 'latin.bin', garbage)))
+
+  def test_a_long_file_is_judged_by_its_head(self):
+    path = _write(self.dir, 'long.txt', 'word ' * 30_000 + '\x00')
+    self.assertIsNone(corpus.text_file_problem(path, prefix_bytes=1 << 16))
+    self.assertIn('NUL byte', corpus.text_file_problem(path, prefix_bytes=1 << 20))
+
+  def test_usable_files_skip_the_rest_with_a_warning(self):
+    empty = _write(self.dir, 'empty.txt', b'')
+    with self.assertLogs(level='WARNING') as logs:
+      usable = corpus.usable_text_files([empty, self.text], 'corpus/*.txt')
+    self.assertEqual([self.text], usable)
+    self.assertIn("input_path 'corpus/*.txt': skipping 1 of 2 files that hold no text: "
+                  f'{empty}: empty file', logs.output[0])
+
+  def test_no_usable_file_is_an_error_naming_the_problem(self):
+    binary = _write(self.dir, 'model.bin', b'\x00\x01')
+    with self.assertRaisesRegex(ValueError, r"input_path 'model.bin': none of its 1 file\(s\) "
+                                r'holds text \(.*NUL byte.*\); point it at UTF-8 text files'):
+      corpus.usable_text_files([binary], 'model.bin')
 
 
 if __name__ == '__main__':

@@ -249,10 +249,22 @@ class PretrainingRecordsTest(tf.test.TestCase, parameterized.TestCase):
     for record in records:
       self.assertEqual(record['input_ids'].shape, (_SEQ_LENGTH,))
 
-  def test_only_bad_input_is_an_error(self):
+  def test_only_bad_input_is_an_error_that_writes_nothing(self):
     empty = self._write('empty.txt', b'')
     with self.assertRaisesRegex(ValueError, 'no text to pack'):
-      self._create(inputs=[empty])
+      self._create(output='never_made', inputs=[empty])
+    self.assertFalse(os.path.exists(os.path.join(self.dir, 'never_made')))
+
+  def test_a_failed_overwrite_keeps_the_earlier_outputs(self):
+    _, records, output_dir = self._create(output='kept')
+    before = sorted(os.listdir(output_dir))
+    empty = self._write('empty.txt', b'')
+    with self.assertRaisesRegex(ValueError, 'no text to pack'):
+      pretraining_records.create_pretraining_data(
+          corpus.CorpusSource(input_patterns=empty), self._options(), output_dir, num_shards=3,
+          num_workers=1, overwrite=True)
+    self.assertEqual(before, sorted(os.listdir(output_dir)))
+    self.assertLen(self._records(output_dir, self._options()), len(records))
 
   @parameterized.named_parameters(
       ('missing', None, 'does not exist'),

@@ -42,6 +42,8 @@ class TrainTest(tf.test.TestCase):
     with open(os.path.join(model_dir, 'operative_config.train_and_eval.gin')) as f:
       self.assertIn('AttentionRtdHead.norm_epsilon = 1e-06', f.read())
     self.assertIn('validation_loss', first.stdout)
+    self.assertIn("Running train_and_eval of 'teams_demo' on 1 replica(s) (batch 8, T 64, 25 "
+                  'predictions per sequence, float32, 4 steps)', first.stderr)
     # It ends with the closing summary, and without Model Garden's FLOP-profiler failure.
     self.assertIn(f"Done: train_and_eval of 'teams_demo' in {model_dir}", first.stdout)
     self.assertRegex(first.stdout, r'rtd_auc +[0-9.]+  \(chance 0\.500; context-free [0-9.]+\)')
@@ -58,12 +60,20 @@ class TrainTest(tf.test.TestCase):
     self.assertIn('train | step:      0 | training until step 2', second.stdout)
     self.assertTrue(tf.io.gfile.exists(os.path.join(continued_dir, 'ckpt-2.index')))
 
+
+class _OneLineErrorTest(tf.test.TestCase):
+  """Misuse ends in one line starting with 'error: ', a non-zero status and no traceback."""
+
   def _assert_one_line_error(self, result, expected):
     self.assertNotEqual(0, result.returncode)
     self.assertNotIn('Traceback', result.stderr)
     last_line = result.stderr.strip().splitlines()[-1]
     self.assertStartsWith(last_line, 'error: ')
     self.assertIn(expected, last_line)
+
+
+class FlagErrorsTest(_OneLineErrorTest):
+  """Flags: experiment names, modes, help, strategies, determinism, gin."""
 
   def test_unknown_experiment(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_smal', '--mode=train')
@@ -91,6 +101,35 @@ class TrainTest(tf.test.TestCase):
     self.assertIn('--tpu=', result.stderr.strip().splitlines()[-1])
     self.assertIn('runtime.distribution_strategy=mirrored', result.stderr.strip().splitlines()[-1])
 
+  def test_bad_gin_binding(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
+                    '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0')
+    self._assert_one_line_error(result, 'NoSuchLayer')
+
+  def test_op_determinism_with_onednn_forced_on(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train', '--seed=1',
+                    '--op_determinism', env={'TF_ENABLE_ONEDNN_OPTS': '1'})
+    self._assert_one_line_error(result, 'TF_ENABLE_ONEDNN_OPTS=1: unset it or set it to 0')
+
+  def test_list_experiments_describes_every_registered_experiment(self):
+    result = subprocess.run([sys.executable, '-m', 'teams_tf.train', '--list_experiments'],
+                            cwd=_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    self.assertEqual(sorted(experiments.experiment_names()), sorted(lines))
+    self.assertIn('Table 3 "Use FFN task heads"', lines['teams_small_ffn_heads'])
+    self.assertIn('ELECTRA', lines['electra_small'])
+
+  def test_missing_experiment_says_what_is_required(self):
+    result = _train(self.get_temp_dir(), '--mode=train')
+    self.assertNotEqual(0, result.returncode)
+    self.assertIn('--experiment, --mode and --model_dir are required (or pass '
+                  '--list_experiments)', result.stderr)
+
+
+class ConfigAndInputErrorsTest(_OneLineErrorTest):
+  """Overrides and training inputs, each refused before anything is written."""
+
   def test_unknown_override_key(self):
     result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
                     '--params_override=task.model.num_negativs=3')
@@ -107,6 +146,11 @@ class TrainTest(tf.test.TestCase):
                     '--params_override=trainer.train_steps=abc')
     self._assert_one_line_error(result, "trainer.train_steps='abc' must be an integer")
     self.assertFalse(os.path.exists(model_dir))
+
+  def test_paper_knob_out_of_range(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
+                    '--params_override=task.model.rtd_head_input_layer=9')
+    self._assert_one_line_error(result, 'rtd_head_input_layer=9 must be in [1, 4]')
 
   def test_model_dir_that_is_a_file(self):
     path = os.path.join(self.get_temp_dir(), 'notes.txt')
@@ -131,36 +175,25 @@ class TrainTest(tf.test.TestCase):
     self._assert_one_line_error(result, f"input_path pattern '{missing}' matches no file")
     self.assertFalse(os.path.exists(model_dir))
 
-  def test_bad_gin_binding(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
-                    '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0')
-    self._assert_one_line_error(result, 'NoSuchLayer')
+  def test_binary_training_input_is_one_line_and_writes_nothing(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'binary_input')
+    binary = os.path.join(self.get_temp_dir(), 'weights.bin')
+    with open(binary, 'wb') as f:
+      f.write(bytes(range(256)) * 64)
+    result = _train(model_dir, '--experiment=bert_demo', '--mode=train',
+                    f'--params_override=task.train_data.input_path={binary}')
+    self._assert_one_line_error(result, 'none of its 1 file(s) holds text')
+    self.assertFalse(os.path.exists(model_dir))
 
-  def test_paper_knob_out_of_range(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
-                    '--params_override=task.model.rtd_head_input_layer=9')
-    self._assert_one_line_error(result, 'rtd_head_input_layer=9 must be in [1, 4]')
-
-  def test_op_determinism_with_onednn_forced_on(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train', '--seed=1',
-                    '--op_determinism', env={'TF_ENABLE_ONEDNN_OPTS': '1'})
-    self._assert_one_line_error(result, 'TF_ENABLE_ONEDNN_OPTS=1: unset it or set it to 0')
-
-  def test_list_experiments_describes_every_registered_experiment(self):
-    result = subprocess.run([sys.executable, '-m', 'teams_tf.train', '--list_experiments'],
-                            cwd=_ROOT, capture_output=True, text=True, timeout=300, check=False)
-    self.assertEqual(0, result.returncode, result.stderr[-2000:])
-    lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
-    self.assertEqual(sorted(experiments.experiment_names()), sorted(lines))
-    self.assertIn('Table 3 "Use FFN task heads"', lines['teams_small_ffn_heads'])
-    self.assertIn('ELECTRA', lines['electra_small'])
-
-  def test_missing_experiment_says_what_is_required(self):
-    result = _train(self.get_temp_dir(), '--mode=train')
-    self.assertNotEqual(0, result.returncode)
-    self.assertIn('--experiment, --mode and --model_dir are required (or pass '
-                  '--list_experiments)', result.stderr)
-
+  def test_training_input_without_a_batch_is_one_line(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'no_records')
+    records = os.path.join(self.get_temp_dir(), 'empty.tfrecord')
+    with tf.io.TFRecordWriter(records):
+      pass
+    result = _train(model_dir, '--experiment=bert_demo', '--mode=train',
+                    f'--params_override={_FAST},task.train_data.input_path={records},'
+                    'task.train_data.input_format=tfrecord')
+    self._assert_one_line_error(result, 'the training input ran out of batches: ')
 
 if __name__ == '__main__':
   tf.test.main()
