@@ -27,6 +27,15 @@ MAX_SEQ_LENGTH = 32
 NUM_PREDICTIONS = 4
 
 
+# `python -m teams_tf.train` overrides under which a `*_demo` run takes seconds: 2 layers, T 32,
+# batch 4, 5 predictions, loops of 2 steps, 1 warmup step.
+SMALL_DEMO_RUN = ','.join(
+    [f'task.{data}.{key}' for data in ('train_data', 'validation_data')
+     for key in ('seq_length=32', 'max_predictions_per_seq=5', 'global_batch_size=4')] +
+    ['task.model.encoder.num_layers=2', 'trainer.steps_per_loop=2',
+     'trainer.summary_interval=2', 'trainer.optimizer_config.warmup.linear.warmup_steps=1'])
+
+
 def tiny_encoder_config(num_layers=2, vocab_size=VOCAB_SIZE):
   """2 layers, hidden 32, 2 heads, factorised 16-wide embeddings."""
   return encoders.BertEncoderConfig(

@@ -19,14 +19,10 @@ from official.modeling import optimization
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.training import schedules
+from tests import testing_utils
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-_SMALL = ','.join(
-    [f'task.{data}.{key}' for data in ('train_data', 'validation_data')
-     for key in ('seq_length=32', 'max_predictions_per_seq=5', 'global_batch_size=4')] +
-    ['task.model.encoder.num_layers=2', 'trainer.steps_per_loop=2',
-     'trainer.summary_interval=2', 'trainer.checkpoint_interval=2',
-     'trainer.optimizer_config.warmup.linear.warmup_steps=1'])
+_SMALL = testing_utils.SMALL_DEMO_RUN + ',trainer.checkpoint_interval=2'
 _DECAY = 'trainer.optimizer_config.learning_rate.polynomial.decay_steps'
 
 
