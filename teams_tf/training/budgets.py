@@ -31,7 +31,6 @@ import tensorflow as tf
 from teams_tf.training import experiment_flops
 from teams_tf.training import schedules
 
-_WARMUPS = ('linear', 'polynomial')
 
 
 class WallClockBudgetReached(Exception):
@@ -72,7 +71,7 @@ def _end_schedule_at(optimizer_config, steps):
   """
   warmup_type = optimizer_config.warmup.type
   warmup_steps = (getattr(optimizer_config.warmup, warmup_type).warmup_steps
-                  if warmup_type in _WARMUPS else 0)
+                  if warmup_type in schedules.WARMUPS else 0)
   if steps <= warmup_steps:
     raise ValueError(
         f'trainer.max_train_flops allows {steps:,} steps, no more than the '

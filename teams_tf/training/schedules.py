@@ -5,7 +5,7 @@ Every registered pretraining experiment decays its learning rate to 0 at its las
 (`learning_rate.polynomial.decay_steps`), so a run given a larger `trainer.train_steps` to
 continue training would go on at learning rate 0 and change nothing. `follow_train_steps` (called
 by `train.py` before anything is written) moves the end of the decay to the new last step unless
-the user set the schedule too; warmup stays as many steps as it was. `check_resumable` then
+the user set the schedule too, and keeps the warmup's fraction of the run unless the user set it. `check_resumable` then
 refuses, in one line, a run with nothing to do: a model_dir already at `train_steps`, or steps
 left only after the decay has ended.
 """
@@ -16,6 +16,8 @@ from absl import logging
 
 # Learning-rate schedules whose decay ends at `offset + decay_steps` (Model Garden's configs).
 DECAYING_SCHEDULES = ('polynomial', 'cosine')
+# Warmups that last `warmup_steps` (Model Garden's configs).
+WARMUPS = ('linear', 'polynomial')
 
 
 def _decay(optimizer_config):
@@ -24,6 +26,14 @@ def _decay(optimizer_config):
   if schedule_type not in DECAYING_SCHEDULES:
     return None
   return getattr(optimizer_config.learning_rate, schedule_type)
+
+
+def _warmup(optimizer_config):
+  """The warmup config of `optimizer_config` when it counts steps, else None."""
+  warmup_type = optimizer_config.warmup.type
+  if warmup_type not in WARMUPS:
+    return None
+  return getattr(optimizer_config.warmup, warmup_type)
 
 
 def decay_end(optimizer_config) -> Optional[int]:
@@ -65,10 +75,20 @@ def follow_train_steps(params, registered) -> None:
       or steps <= schedule.offset):
     return
   schedule.decay_steps = steps - schedule.offset
-  logging.info('trainer.train_steps=%s: the learning-rate decay ends there too '
-               '(learning_rate.%s.decay_steps %s -> %s; set it to pin the schedule).',
+  warmup_change = ''
+  warmup, default_warmup = _warmup(params.trainer.optimizer_config), _warmup(
+      registered.trainer.optimizer_config)
+  # Model Garden's warmup ramps to the decayed schedule's value at its last warmup step, so a
+  # warmup as long as the run would train at learning rate 0 throughout: keep its fraction.
+  if warmup is not None and default_warmup is not None and (
+      warmup.warmup_steps == default_warmup.warmup_steps) and warmup.warmup_steps:
+    warmup.warmup_steps = max(1, round(default_warmup.warmup_steps * steps / default_steps))
+    warmup_change = (f', warmup.{params.trainer.optimizer_config.warmup.type}.warmup_steps '
+                     f'{default_warmup.warmup_steps:,} -> {warmup.warmup_steps:,}')
+  logging.info('trainer.train_steps=%s: the learning-rate schedule follows (learning_rate.%s.'
+               'decay_steps %s -> %s%s; set them to pin the schedule).',
                f'{steps:,}', params.trainer.optimizer_config.learning_rate.type,
-               f'{default.decay_steps:,}', f'{schedule.decay_steps:,}')
+               f'{default.decay_steps:,}', f'{schedule.decay_steps:,}', warmup_change)
 
 
 def check_resumable(params, reached_step: int) -> None:

@@ -62,10 +62,21 @@ class FollowTrainStepsTest(tf.test.TestCase):
     self.assertAllClose(peak / 2, _learning_rate(params, self.default_steps))
     self.assertEqual(0.0, _learning_rate(params, steps))
 
-  def test_smaller_train_steps_ends_the_decay_earlier(self):
-    params = _demo('trainer.train_steps=300')
+  def test_smaller_train_steps_ends_the_decay_earlier_and_keeps_the_warmup_fraction(self):
+    warmup = self.registered.trainer.optimizer_config.warmup.linear.warmup_steps
+    params = _demo(f'trainer.train_steps={self.default_steps // 100}')
     schedules.follow_train_steps(params, self.registered)
-    self.assertEqual(300, schedules.decay_end(params.trainer.optimizer_config))
+    self.assertEqual(self.default_steps // 100,
+                     schedules.decay_end(params.trainer.optimizer_config))
+    self.assertEqual(max(1, round(warmup / 100)),
+                     params.trainer.optimizer_config.warmup.linear.warmup_steps)
+    # A warmup longer than the run would ramp to the decayed (0) rate and train nothing.
+    self.assertGreater(_learning_rate(params, 1), 0.0)
+
+  def test_a_pinned_warmup_is_kept(self):
+    params = _demo('trainer.train_steps=1600,trainer.optimizer_config.warmup.linear.warmup_steps=7')
+    schedules.follow_train_steps(params, self.registered)
+    self.assertEqual(7, params.trainer.optimizer_config.warmup.linear.warmup_steps)
 
   def test_a_pinned_schedule_is_kept(self):
     params = _demo(f'trainer.train_steps={2 * self.default_steps},{_DECAY}=500')
@@ -142,7 +153,7 @@ class ContinueTrainingTest(tf.test.TestCase):
     before = _weights(self.model_dir)
     run = _train(self.model_dir, 'trainer.train_steps=6')
     self.assertEqual(0, run.returncode, run.stderr[-3000:])
-    self.assertIn('trainer.train_steps=6: the learning-rate decay ends there too', run.stderr)
+    self.assertIn('trainer.train_steps=6: the learning-rate schedule follows', run.stderr)
     after = _weights(self.model_dir)
     self.assertNotEmpty(before)
     changed = [name for name in before if not np.array_equal(before[name], after[name])]
