@@ -70,20 +70,20 @@ def _end_schedule_at(optimizer_config, steps):
     ValueError: a schedule that does not end at a step, or a budget within the warmup.
   """
   warmup_type = optimizer_config.warmup.type
-  warmup_steps = (getattr(optimizer_config.warmup, warmup_type).warmup_steps
-                  if warmup_type in schedules.WARMUPS else 0)
+  warmup = schedules.warmup_config(optimizer_config)
+  warmup_steps = warmup.warmup_steps if warmup is not None else 0
   if steps <= warmup_steps:
     raise ValueError(
         f'trainer.max_train_flops allows {steps:,} steps, no more than the '
         f'{warmup_steps:,} warmup steps (the learning rate would never leave warmup): raise the '
         f'budget or lower trainer.optimizer_config.warmup.{warmup_type}.warmup_steps.')
   schedule_type = optimizer_config.learning_rate.type
-  if schedule_type not in schedules.DECAYING_SCHEDULES:
+  schedule = schedules.decay_config(optimizer_config)
+  if schedule is None:
     raise ValueError(
         'trainer.max_train_flops ends the learning-rate decay at the budget, which needs '
         f'trainer.optimizer_config.learning_rate.type in {schedules.DECAYING_SCHEDULES}, not '
         f'{schedule_type!r}.')
-  schedule = getattr(optimizer_config.learning_rate, schedule_type)
   if steps <= schedule.offset:
     raise ValueError(f'trainer.max_train_flops allows {steps:,} steps, no more than the '
                      f'schedule offset {schedule.offset:,}: the decay would never start.')

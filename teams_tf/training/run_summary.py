@@ -1,4 +1,4 @@
-"""The closing summary of a run: where it wrote, its last validation beside its baselines, what next.
+"""The closing summary of a run: where it wrote, its last validation beside baselines, what next.
 
 A metric alone does not say whether a run learned: a 15% MLM accuracy is the plateau on one
 corpus and progress on another. So each accuracy and AUC of the last evaluation is printed beside

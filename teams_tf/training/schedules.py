@@ -5,9 +5,9 @@ Every registered pretraining experiment decays its learning rate to 0 at its las
 (`learning_rate.polynomial.decay_steps`), so a run given a larger `trainer.train_steps` to
 continue training would go on at learning rate 0 and change nothing. `follow_train_steps` (called
 by `train.py` before anything is written) moves the end of the decay to the new last step unless
-the user set the schedule too, and keeps the warmup's fraction of the run unless the user set it. `check_resumable` then
-refuses, in one line, a run with nothing to do: a model_dir already at `train_steps`, or steps
-left only after the decay has ended.
+the user set the schedule too, and keeps the warmup's fraction of the run unless the user set it.
+`check_resumable` then refuses, in one line, a run with nothing to do: a model_dir already at
+`train_steps`, or steps left only after the decay has ended.
 """
 
 from typing import Optional
@@ -20,7 +20,7 @@ DECAYING_SCHEDULES = ('polynomial', 'cosine')
 WARMUPS = ('linear', 'polynomial')
 
 
-def _decay(optimizer_config):
+def decay_config(optimizer_config):
   """The decaying schedule config of `optimizer_config`, or None for another schedule type."""
   schedule_type = optimizer_config.learning_rate.type
   if schedule_type not in DECAYING_SCHEDULES:
@@ -28,7 +28,7 @@ def _decay(optimizer_config):
   return getattr(optimizer_config.learning_rate, schedule_type)
 
 
-def _warmup(optimizer_config):
+def warmup_config(optimizer_config):
   """The warmup config of `optimizer_config` when it counts steps, else None."""
   warmup_type = optimizer_config.warmup.type
   if warmup_type not in WARMUPS:
@@ -38,14 +38,14 @@ def _warmup(optimizer_config):
 
 def decay_end(optimizer_config) -> Optional[int]:
   """The step at which the learning rate reaches its final value, or None if it never does."""
-  schedule = _decay(optimizer_config)
+  schedule = decay_config(optimizer_config)
   if schedule is None or schedule.decay_steps is None:
     return None
   return schedule.offset + schedule.decay_steps
 
 
 def _final_learning_rate(optimizer_config) -> float:
-  schedule = _decay(optimizer_config)
+  schedule = decay_config(optimizer_config)
   if optimizer_config.learning_rate.type == 'polynomial':
     return schedule.end_learning_rate
   return schedule.initial_learning_rate * schedule.alpha
@@ -63,7 +63,7 @@ def follow_train_steps(params, registered) -> None:
       (the user set the schedule, or the experiment's schedule never ended at its last step)
       nothing changes.
   """
-  schedule, default = _decay(params.trainer.optimizer_config), _decay(
+  schedule, default = decay_config(params.trainer.optimizer_config), decay_config(
       registered.trainer.optimizer_config)
   steps, default_steps = params.trainer.train_steps, registered.trainer.train_steps
   if (schedule is None or default is None
@@ -76,7 +76,7 @@ def follow_train_steps(params, registered) -> None:
     return
   schedule.decay_steps = steps - schedule.offset
   warmup_change = ''
-  warmup, default_warmup = _warmup(params.trainer.optimizer_config), _warmup(
+  warmup, default_warmup = warmup_config(params.trainer.optimizer_config), warmup_config(
       registered.trainer.optimizer_config)
   # Model Garden's warmup ramps to the decayed schedule's value at its last warmup step, so a
   # warmup as long as the run would train at learning rate 0 throughout: keep its fraction.
