@@ -111,15 +111,16 @@ def _parse_gin():
 
 
 def _parse_params():
-  """Experiment config from --experiment, --config_file and --params_override."""
+  """(run's config from --experiment, --config_file and --params_override; registered config)."""
   try:
-    exp_factory.get_exp_config(FLAGS.experiment)
+    registered = exp_factory.get_exp_config(FLAGS.experiment)
   except LookupError:
     close = difflib.get_close_matches(FLAGS.experiment, experiments.experiment_names(), n=3)
     guess = f'; did you mean {" or ".join(repr(name) for name in close)}?' if close else ''
     _fail(f'unknown experiment {FLAGS.experiment!r}{guess} (--list_experiments lists all)')
   try:
-    return train_utils.parse_configuration(FLAGS, print_return=_LOG_PARAMS.value)
+    return (train_utils.parse_configuration(FLAGS, print_return=_LOG_PARAMS.value),
+            registered)
   # Model Garden reads a --params_override it cannot parse as key=value pairs as a YAML path,
   # hence NotFoundError (e.g. for an unquoted glob with brackets).
   except (KeyError, ValueError, AttributeError, TypeError, tf.errors.NotFoundError) as e:
@@ -151,10 +152,9 @@ def _mistyped_fields(value, default, key=''):
     yield key, value, 'an integer' if isinstance(default, int) else 'a number'
 
 
-def _check_field_types(params):
+def _check_field_types(params, registered):
   """One-line error for a config field given a value of the wrong kind, before anything runs."""
-  registered = exp_factory.get_exp_config(FLAGS.experiment).as_dict()
-  for key, value, expected in _mistyped_fields(params.as_dict(), registered):
+  for key, value, expected in _mistyped_fields(params.as_dict(), registered.as_dict()):
     _fail(f'{key}={value!r} must be {expected} (--params_override/--config_file for '
           f'{FLAGS.experiment!r}).')
 
@@ -216,9 +216,9 @@ def main(_):
     _fail(f'--model_dir={FLAGS.model_dir} is a file, not a directory: pass a new directory or '
           'the one of the run to continue.')
   _parse_gin()
-  params = _parse_params()
-  _check_field_types(params)
-  schedules.follow_train_steps(params, exp_factory.get_exp_config(FLAGS.experiment))
+  params, registered = _parse_params()
+  _check_field_types(params, registered)
+  schedules.follow_train_steps(params, registered)
   try:
     budgets.resolve(params)  # A FLOP budget becomes train_steps before params.yaml is written.
   except ValueError as e:
