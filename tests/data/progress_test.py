@@ -39,9 +39,21 @@ class ProgressTest(tf.test.TestCase):
     clock.now += 20
     self.assertEqual(meter.rate(10), 0.5)
     self.assertEqual(meter.timing(), 'elapsed 0:00:20')
-    self.assertEqual(meter.timing(0.25), 'elapsed 0:00:20, ETA 0:01:00')
     self.assertEqual(meter.timing(0.0), 'elapsed 0:00:20')  # Nothing done yet: no estimate.
+    self.assertEqual(meter.timing(0.25), 'elapsed 0:00:20, ETA estimating')
+    clock.now += 10
+    # 0.25 -> 0.5 in 10 s: the remaining half takes 20 s.
+    self.assertEqual(meter.timing(0.5), 'elapsed 0:00:30, ETA 0:00:20')
+    self.assertEqual(meter.timing(1.0), 'elapsed 0:00:30, ETA 0:00:00')
 
+  def test_eta_ignores_a_slow_start(self):
+    """A 5 s start-up before the first 30 of 20,000 bytes is not the rate of the rest."""
+    clock = _Clock()
+    meter = progress.ProgressMeter(clock=clock)
+    clock.now += 5
+    self.assertEqual(meter.timing(30 / 20_000), 'elapsed 0:00:05, ETA estimating')
+    clock.now += 1
+    self.assertEqual(meter.timing(10_030 / 20_000), 'elapsed 0:00:06, ETA 0:00:01')
 
 if __name__ == '__main__':
   tf.test.main()
