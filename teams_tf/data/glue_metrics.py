@@ -4,11 +4,14 @@ TEAMS (Table 2, following ELECTRA) reports Matthews correlation for CoLA, Spearm
 STS-B and accuracy for every other task; its GLUE score is the average of those per-task numbers.
 We also compute F1 of the positive class for MRPC and QQP (GLUE's second metric there), Pearson for
 STS-B, and Model Garden's STS-B validation metric `pearson_spearman_corr`, the mean of Pearson and
-Spearman (`official/nlp/tasks/sentence_prediction.py`), labelled as such. NumPy/SciPy only.
+Spearman (`official/nlp/tasks/sentence_prediction.py`), labelled as such. The classification
+metrics are scikit-learn's and the correlations SciPy's, the libraries Model Garden's
+sentence-prediction task computes them with (both come with tf-models-official).
 """
 
 import numpy as np
 from scipy import stats
+from sklearn import metrics as sklearn_metrics
 
 # Metrics per task; the first one is the paper's headline metric for that task.
 TASK_METRICS = {
@@ -49,36 +52,23 @@ def _as_arrays(predictions, labels):
 def accuracy(predictions, labels):
   """Fraction of [N] predicted class ids equal to the [N] labels."""
   predictions, labels = _as_arrays(predictions, labels)
-  return float(np.mean(predictions == labels))
+  return float(sklearn_metrics.accuracy_score(labels, predictions))
 
 
 def f1(predictions, labels, positive_label=1):
   """F1 of `positive_label` = 2 TP / (2 TP + FP + FN); 0.0 when there is no positive anywhere."""
   predictions, labels = _as_arrays(predictions, labels)
-  true_positives = np.sum((predictions == positive_label) & (labels == positive_label))
-  denominator = np.sum(predictions == positive_label) + np.sum(labels == positive_label)
-  return float(2 * true_positives / denominator) if denominator else 0.0
+  return float(sklearn_metrics.f1_score(labels, predictions, pos_label=positive_label,
+                                        average='binary', zero_division=0.0))
 
 
 def matthews_corrcoef(predictions, labels):
-  """Matthews correlation, in its multi-class form (Gorodkin, 2004) that reduces to the binary one.
+  """Matthews correlation in its multi-class form (Gorodkin, 2004), which reduces to the binary one.
 
-  With the confusion matrix C (rows true, columns predicted), N examples, c = trace(C), t = row sums
-  and p = column sums: (c N - p·t) / sqrt((N² - p·p)(N² - t·t)). 0.0 when a factor of the
-  denominator is 0 (all labels or all predictions one class), as scikit-learn does.
+  0.0 when all labels or all predictions are one class (the formula's denominator is 0).
   """
   predictions, labels = _as_arrays(predictions, labels)
-  classes, indices = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
-  true_index, predicted_index = np.split(indices, 2)
-  confusion = np.zeros([len(classes), len(classes)], np.float64)
-  np.add.at(confusion, (true_index, predicted_index), 1.0)
-  total = confusion.sum()
-  correct = np.trace(confusion)
-  true_counts, predicted_counts = confusion.sum(axis=1), confusion.sum(axis=0)
-  numerator = correct * total - predicted_counts @ true_counts
-  denominator = np.sqrt((total**2 - predicted_counts @ predicted_counts) *
-                        (total**2 - true_counts @ true_counts))
-  return float(numerator / denominator) if denominator else 0.0
+  return float(sklearn_metrics.matthews_corrcoef(labels, predictions))
 
 
 def _correlation(function, predictions, labels):
