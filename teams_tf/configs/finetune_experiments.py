@@ -30,8 +30,6 @@ from official.nlp.tasks import sentence_prediction
 from teams_tf.configs import encoders as encoder_sizes
 from teams_tf.configs import experiments
 from teams_tf.configs import optimization
-from teams_tf.data import embedded
-from teams_tf.data import tokenization
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,6 @@ Because the encoder *is* a `BertEncoderV2`, its checkpoint entry `encoder` (from
 `encoder.type: bert_v2` and `init_checkpoint`, like the kept TEAMS discriminator.
 """
 
-import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
