@@ -9,7 +9,9 @@ import tensorflow as tf
 
 from teams_tf.data import tokenization
 
-_BERT_VOCAB = '/work/shared/data/vocab/bert_uncased_vocab.txt'
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+# The shared data sit beside the repository (../shared/data), on every developer machine and in CI.
+_BERT_VOCAB = os.path.join(_ROOT, '..', 'shared', 'data', 'vocab', 'bert_uncased_vocab.txt')
 _SPECIALS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
 
 
