@@ -20,10 +20,13 @@ corpus for a paper-scale run. Each registered factory's docstring is its one-lin
 (`python -m teams_tf.train --list_experiments`).
 """
 
+import dataclasses
 import typing
+from typing import Callable, Optional
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
+from official.nlp.configs import encoders as mg_encoders
 
 from teams_tf.configs import encoders
 from teams_tf.configs import models
@@ -58,104 +61,150 @@ def _electra_fields(size, encoder):
 # model (base; small has the same depth), 6 for 24 (large). 'demo' keeps the ~1/3 ratio.
 _COCO_LM_AUXILIARY_LAYERS = {'small': 4, 'base': 4, 'large': 6, 'demo': 1, 'mini': 1}
 
-# name: (task config class, model config class, description, model fields(size, encoder)).
-# Fields not returned keep the paper defaults of the model dataclass.
+# Model fields of an objective or variant at a size, given its encoder config.
+_Fields = Callable[[str, mg_encoders.BertEncoderConfig], dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Objective:
+  """A pretraining objective: its task and model configs and the fields it sets on the model.
+
+  Fields `fields` does not return keep the paper defaults of the model dataclass.
+  """
+  task_config_cls: type
+  model_config_cls: type
+  description: str
+  fields: Optional[_Fields] = None
+
+
 _OBJECTIVES = {
-    'teams': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
-              'TEAMS: MLM + 5·RTD + 2·MWS, attention RTD head, half-depth tied generator',
-              lambda size, encoder: {}),
-    'electra': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
-                'ELECTRA: MLM + 50·RTD, FFN head, ELECTRA-width generator, tied embeddings',
-                _electra_fields),
-    'bert': (mlm_task.MlmPretrainTaskConfig, models.MlmConfig,
-             'BERT: MLM only, no next-sentence prediction', None),
-    'mws': (teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
-            'Only MWS (Table 2): TEAMS without the RTD loss and head',
-            lambda size, encoder: dict(rtd_loss_weight=0.0)),
-    'script': (script_task.ScriptPretrainTaskConfig, models.ScriptConfig,
-               'SCRIPT: MLM + 50·self-critic loss, one encoder, Gumbel-softmax resampling',
-               None),
-    'taco': (taco_task.TacoPretrainTaskConfig, models.TacoConfig,
-             'TACO: MLM + token-alignment contrast (W 5, K 50, τ 0.07), one encoder', None),
-    'coco_lm': (coco_lm_task.CocoLmPretrainTaskConfig, models.CocoLmConfig,
-                'COCO-LM: auxiliary MLM + CLM (50·copy + LM) + SCL, full-width shallow '
-                'auxiliary, T5 relative positions',
-                lambda size, encoder: dict(
-                    num_generator_layers=_COCO_LM_AUXILIARY_LAYERS[size])),
+    'teams': _Objective(
+        teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
+        'TEAMS: MLM + 5·RTD + 2·MWS, attention RTD head, half-depth tied generator'),
+    'electra': _Objective(
+        teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
+        'ELECTRA: MLM + 50·RTD, FFN head, ELECTRA-width generator, tied embeddings',
+        _electra_fields),
+    'bert': _Objective(mlm_task.MlmPretrainTaskConfig, models.MlmConfig,
+                       'BERT: MLM only, no next-sentence prediction'),
+    'mws': _Objective(
+        teams_task.TeamsPretrainTaskConfig, models.TeamsConfig,
+        'Only MWS (Table 2): TEAMS without the RTD loss and head',
+        lambda size, encoder: dict(rtd_loss_weight=0.0)),
+    'script': _Objective(
+        script_task.ScriptPretrainTaskConfig, models.ScriptConfig,
+        'SCRIPT: MLM + 50·self-critic loss, one encoder, Gumbel-softmax resampling'),
+    'taco': _Objective(
+        taco_task.TacoPretrainTaskConfig, models.TacoConfig,
+        'TACO: MLM + token-alignment contrast (W 5, K 50, τ 0.07), one encoder'),
+    'coco_lm': _Objective(
+        coco_lm_task.CocoLmPretrainTaskConfig, models.CocoLmConfig,
+        'COCO-LM: auxiliary MLM + CLM (50·copy + LM) + SCL, full-width shallow auxiliary, T5 '
+        'relative positions',
+        lambda size, encoder: dict(num_generator_layers=_COCO_LM_AUXILIARY_LAYERS[size])),
 }
 
-# name: (objectives it applies to, description, model fields(size, encoder)), over the base
-# experiment.
+@dataclasses.dataclass(frozen=True)
+class _Variant:
+  """An ablation or baseline: a few model fields over `objective`'s experiment.
+
+  Attributes:
+    objective: the objective it modifies.
+    description: what it is, citing the paper's table.
+    fields: the model fields it sets, over the objective's.
+    sizes: the sizes it is registered at (`pretraining_experiment` builds any size).
+    paper: the paper whose settings (architecture, optimisation, sequence length) it runs at;
+      None: its objective's.
+  """
+  objective: str
+  description: str
+  fields: _Fields
+  sizes: tuple[str, ...]
+  paper: Optional[str] = None
+
+
+# Table 4 reports small and base, COCO-LM Table 3 base, TACO §5.2 base; mini for the learning
+# benchmark.
+_ABLATION_SIZES = ('small', 'base', 'mini')
 _VARIANTS = {
-    'teams_reimpl': (
-        ('electra',), "the TEAMS paper's ELECTRA reimplementation (half-depth, full-width "
+    'teams_reimpl': _Variant(
+        'electra', "the TEAMS paper's ELECTRA reimplementation (half-depth, full-width "
         'generator, §4.1); Table 2 "Only RTD"',
-        lambda size, encoder: dict(num_generator_layers=None, generator_width_fraction=1.0)),
-    'ffn_heads': (
-        ('teams',), 'Table 3 "Use FFN task heads" (per-token FFN RTD head on layer L)',
-        lambda size, encoder: dict(rtd_head_type='ffn')),
-    'top_task_layers': (
-        ('teams',), 'Table 3 "Add task head on 12th layer" (two task layers on layer L; kept '
+        lambda size, encoder: dict(num_generator_layers=None, generator_width_fraction=1.0),
+        ('small', 'base', 'large', 'mini')),
+    'ffn_heads': _Variant(
+        'teams', 'Table 3 "Use FFN task heads" (per-token FFN RTD head on layer L)',
+        lambda size, encoder: dict(rtd_head_type='ffn'), ('small', 'mini')),
+    # This and the next keep a stack that is not the discriminator, which a relative position
+    # bias rules out (`teams_pretrainer.resolve_layout`): no mini.
+    'top_task_layers': _Variant(
+        'teams', 'Table 3 "Add task head on 12th layer" (two task layers on layer L; kept '
         'encoder has L + 1 layers)',
-        lambda size, encoder: dict(rtd_head_input_layer=encoder.num_layers, mws_task_layer=True)),
-    'rtd_outputs': (
-        ('teams',), 'Table 3 "Use RTD task head outputs" (kept encoder: layers 1..L-1 + RTD '
-        'task layer)', lambda size, encoder: dict(exported_representation='rtd_task_layer')),
-    'full_tie': (
-        ('teams',), 'Table 4 "Full Tie" (every generator layer is a discriminator layer)',
-        lambda size, encoder: dict(num_shared_layers=max(1, encoder.num_layers // 2))),
-    'no_tie': (
-        ('teams',), 'Table 4 "No Tie" (generator and discriminator share only embeddings)',
-        lambda size, encoder: dict(num_shared_layers=0)),
-    'hardest': (
-        ('teams',), 'Figure 5 "Hardest" (the K most likely non-original tokens as negatives)',
-        lambda size, encoder: dict(candidate_sampling='hardest')),
+        lambda size, encoder: dict(rtd_head_input_layer=encoder.num_layers, mws_task_layer=True),
+        ('small',)),
+    'rtd_outputs': _Variant(
+        'teams', 'Table 3 "Use RTD task head outputs" (kept encoder: layers 1..L-1 + RTD task '
+        'layer)', lambda size, encoder: dict(exported_representation='rtd_task_layer'),
+        ('small',)),
+    'full_tie': _Variant(
+        'teams', 'Table 4 "Full Tie" (every generator layer is a discriminator layer)',
+        lambda size, encoder: dict(num_shared_layers=max(1, encoder.num_layers // 2)),
+        _ABLATION_SIZES),
+    'no_tie': _Variant(
+        'teams', 'Table 4 "No Tie" (generator and discriminator share only embeddings)',
+        lambda size, encoder: dict(num_shared_layers=0), _ABLATION_SIZES),
+    'hardest': _Variant(
+        'teams', 'Figure 5 "Hardest" (the K most likely non-original tokens as negatives)',
+        lambda size, encoder: dict(candidate_sampling='hardest'), ('small', 'mini')),
     # COCO-LM Table 3, each one component eliminated (w/o.), kept (Only) or switched (w.).
-    'rtd_only': (
-        ('coco_lm',), 'COCO-LM Table 3 "RTD Only" (the copy/RTD loss alone: no LM, no SCL)',
-        lambda size, encoder: dict(lm_loss_weight=0.0, scl_loss_weight=0.0)),
-    'clm_only': (
-        ('coco_lm',), 'COCO-LM Table 3 "CLM Only" (no SCL)',
-        lambda size, encoder: dict(scl_loss_weight=0.0)),
-    'scl_rtd': (
-        ('coco_lm',), 'COCO-LM Table 3 "SCL + RTD" (no language-model part of CLM)',
-        lambda size, encoder: dict(lm_loss_weight=0.0)),
-    'no_rel_pos': (
-        ('coco_lm',), 'COCO-LM Table 3 "w/o. Rel-Pos" (absolute positions only; kept encoder '
-        'is a BertEncoderV2)', lambda size, encoder: dict(relative_position_bias=False)),
-    'electra_aux': (
-        ('coco_lm',), "COCO-LM Table 3 \"w. ELECTRA's Auxiliary\" (as deep as the main model, "
+    'rtd_only': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "RTD Only" (the copy/RTD loss alone: no LM, no SCL)',
+        lambda size, encoder: dict(lm_loss_weight=0.0, scl_loss_weight=0.0), _ABLATION_SIZES),
+    'clm_only': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "CLM Only" (no SCL)',
+        lambda size, encoder: dict(scl_loss_weight=0.0), _ABLATION_SIZES),
+    'scl_rtd': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "SCL + RTD" (no language-model part of CLM)',
+        lambda size, encoder: dict(lm_loss_weight=0.0), _ABLATION_SIZES),
+    'no_rel_pos': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "w/o. Rel-Pos" (absolute positions only; kept encoder is a '
+        'BertEncoderV2)', lambda size, encoder: dict(relative_position_bias=False),
+        _ABLATION_SIZES),
+    'electra_aux': _Variant(
+        'coco_lm', "COCO-LM Table 3 \"w. ELECTRA's Auxiliary\" (as deep as the main model, "
         "ELECTRA's width)",
         lambda size, encoder: dict(num_generator_layers=encoder.num_layers,
-                                   generator_width_fraction=_ELECTRA_GENERATOR_WIDTH[size])),
-    'random_replace': (
-        ('coco_lm',), 'COCO-LM Table 3 "w. Random Replacements" (no auxiliary model)',
-        lambda size, encoder: dict(replacement='random')),
-    'all_token_lm': (
-        ('coco_lm',), 'COCO-LM Table 3 "All-Token LM Only" (ELECTRA\'s All-Token MLM: LM with '
+                                   generator_width_fraction=_ELECTRA_GENERATOR_WIDTH[size]),
+        _ABLATION_SIZES),
+    'random_replace': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "w. Random Replacements" (no auxiliary model)',
+        lambda size, encoder: dict(replacement='random'), _ABLATION_SIZES),
+    'all_token_lm': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "All-Token LM Only" (ELECTRA\'s All-Token MLM: LM with '
         'copy on every token, no copy loss, no stop-gradient)',
         lambda size, encoder: dict(lm_positions='all', copy_loss_weight=0.0,
-                                   clm_stop_gradient=False)),
-    'no_copy': (
-        ('coco_lm',), 'COCO-LM Table 3 "CLM w/o. Copy" (p_LM is the plain softmax)',
-        lambda size, encoder: dict(copy_mechanism=False)),
-    'no_stop_grad': (
-        ('coco_lm',), 'COCO-LM Table 3 "CLM w/o. Stop-grad" (L_LM also trains p_copy)',
-        lambda size, encoder: dict(clm_stop_gradient=False)),
+                                   clm_stop_gradient=False), _ABLATION_SIZES),
+    'no_copy': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "CLM w/o. Copy" (p_LM is the plain softmax)',
+        lambda size, encoder: dict(copy_mechanism=False), _ABLATION_SIZES),
+    'no_stop_grad': _Variant(
+        'coco_lm', 'COCO-LM Table 3 "CLM w/o. Stop-grad" (L_LM also trains p_copy)',
+        lambda size, encoder: dict(clm_stop_gradient=False), _ABLATION_SIZES),
+    # TACO §5.2 ablations and its MLM baseline.
+    'concentrated': _Variant(
+        'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',
+        lambda size, encoder: dict(tc_positions='masked'), _ABLATION_SIZES),
+    'mlm_tp': _Variant(
+        'taco', 'TACO §5.2 "MLM+TP" (token prediction on every position)',
+        lambda size, encoder: dict(mlm_positions='all'), _ABLATION_SIZES),
+    # mini is one recipe for every objective: TACO's settings make no mini of their own.
+    'taco_settings': _Variant(
+        'bert', "TACO's Table 5 architecture and optimisation (its MLM baseline)",
+        lambda size, encoder: {}, ('small', 'base'), paper='taco'),
 }
-# TACO §5.2 ablations and its MLM baseline; a fourth entry names the paper whose settings
-# (architecture, optimisation, sequence length) the variant runs at.
-_VARIANTS.update({
-    'concentrated': (('taco',), 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',
-                     lambda size, encoder: dict(tc_positions='masked')),
-    'mlm_tp': (('taco',), 'TACO §5.2 "MLM+TP" (token prediction on every position)',
-               lambda size, encoder: dict(mlm_positions='all')),
-    'taco_settings': (('bert',), "TACO's Table 5 architecture and optimisation (its MLM "
-                      'baseline)', lambda size, encoder: {}, 'taco'),
-})
-# COCO-LM's Table 3 ablations, registered at the paper's size (base) and at small.
-COCO_LM_ABLATIONS = ('rtd_only', 'clm_only', 'scl_rtd', 'no_rel_pos', 'electra_aux',
-                     'random_replace', 'all_token_lm', 'no_copy', 'no_stop_grad')
+# COCO-LM's Table 3 ablations.
+COCO_LM_ABLATIONS = tuple(name for name, variant in _VARIANTS.items()
+                          if variant.objective == 'coco_lm')
 
 # Table 5 optimisation values per size: (learning rate, batch size, train steps).
 _TABLE5_OPTIMIZATION = {
@@ -202,14 +251,11 @@ def _data(input_path, is_training, seq_length, batch_size):
 
 def _model(objective, size, variant, encoder):
   """The model config of an objective, size and optional variant."""
-  task_config_cls, model_config_cls, _, objective_fields = _OBJECTIVES[objective]
-  fields = objective_fields(size, encoder) if objective_fields else {}
+  spec = _OBJECTIVES[objective]
+  fields = spec.fields(size, encoder) if spec.fields else {}
   if variant is not None:
-    objectives, _, variant_fields = _VARIANTS[variant][:3]
-    if objective not in objectives:
-      raise ValueError(f'Variant {variant!r} applies to {objectives}, not {objective!r}.')
-    fields.update(variant_fields(size, encoder))
-  return task_config_cls, model_config_cls(encoder=encoder, **fields)
+    fields.update(_VARIANTS[variant].fields(size, encoder))
+  return spec.task_config_cls, spec.model_config_cls(encoder=encoder, **fields)
 
 
 def _experiment(model, task_config_cls, settings, trainer_overrides, runtime=None):
@@ -246,9 +292,14 @@ def _sample_vocab_size():
   return tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
 
 
+def _paper(objective, variant):
+  """The paper whose settings an objective, or its variant, runs at."""
+  return (variant and _VARIANTS[variant].paper) or objective
+
+
 def _settings(objective, size, variant):
   """The paper settings of an experiment: its objective's (or its variant's) own, or Table 5."""
-  paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
+  paper = _paper(objective, variant)
   if paper in _OWN_SETTINGS:
     return _OWN_SETTINGS[paper][size]
   return _Settings(size, *_TABLE5_OPTIMIZATION[size], seq_length=512)
@@ -382,7 +433,7 @@ def sizes(objective):
 
 
 def _size_description(objective, size, variant=None):
-  paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
+  paper = _paper(objective, variant)
   if paper not in _OWN_SETTINGS or size in LOW_BUDGET_SIZES:
     return _SIZE_DESCRIPTIONS[size]
   settings = _OWN_SETTINGS[paper][size]
@@ -411,7 +462,10 @@ def pretraining_experiment(objective, size, variant=None):
                              ('variant', variant, _VARIANTS)):
     if value not in known and (kind != 'variant' or value is not None):
       raise ValueError(f'Unknown {kind} {value!r}; use one of {sorted(known)}.')
-  paper = _VARIANTS[variant][3] if variant and len(_VARIANTS[variant]) > 3 else objective
+  if variant and _VARIANTS[variant].objective != objective:
+    raise ValueError(f'Variant {variant!r} applies to {_VARIANTS[variant].objective!r}, not '
+                     f'{objective!r}.')
+  paper = _paper(objective, variant)
   if size not in sizes(paper):
     raise ValueError(f'{paper} has no size {size!r}; use one of {sizes(paper)}.')
   if size in LOW_BUDGET_SIZES:
@@ -422,9 +476,9 @@ def pretraining_experiment(objective, size, variant=None):
 def _register(objective, size, variant=None):
   name = '_'.join([objective, size] + ([variant] if variant else []))
   factory = lambda: pretraining_experiment(objective, size, variant)
-  description = f'{_OBJECTIVES[objective][2]}; {_size_description(objective, size)}'
+  description = f'{_OBJECTIVES[objective].description}; {_size_description(objective, size)}'
   if variant:
-    description = (f'{objective}_{size} with {_VARIANTS[variant][1]}; '
+    description = (f'{objective}_{size} with {_VARIANTS[variant].description}; '
                    f'{_size_description(objective, size, variant)}')
   factory.__doc__ = description
   exp_factory.register_config_factory(name)(factory)
@@ -433,24 +487,9 @@ def _register(objective, size, variant=None):
 for _objective in _OBJECTIVES:
   for _size in sizes(_objective):
     _register(_objective, _size)
-for _size in (*_TABLE5_OPTIMIZATION, 'mini'):
-  _register('electra', _size, 'teams_reimpl')
-for _variant in ('ffn_heads', 'top_task_layers', 'rtd_outputs', 'hardest'):
-  _register('teams', 'small', _variant)
-# The other two keep a stack that is not the discriminator, which a relative position bias rules
-# out (`teams_pretrainer.resolve_layout`).
-for _variant in ('ffn_heads', 'hardest'):
-  _register('teams', 'mini', _variant)
-# Table 4 reports small and base; mini for the learning benchmark.
-for _size in ('small', 'base', 'mini'):
-  _register('teams', _size, 'full_tie')
-  _register('teams', _size, 'no_tie')
-  for _variant in COCO_LM_ABLATIONS:
-    _register('coco_lm', _size, _variant)
-  for _variant in ('concentrated', 'mlm_tp'):
-    _register('taco', _size, _variant)
-for _size in ('small', 'base'):  # mini is one recipe for every objective.
-  _register('bert', _size, 'taco_settings')
+for _name, _spec in _VARIANTS.items():
+  for _size in _spec.sizes:
+    _register(_spec.objective, _size, _name)
 
 
 def split_name(name):
