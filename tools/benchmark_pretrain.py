@@ -1,9 +1,9 @@
 """Pretraining step throughput of every objective vs Model Garden's and Hugging Face's, in one run.
 
   python tools/benchmark_pretrain.py [--objectives=teams,electra,...] [--sizes=tiny,small]
-      [--settings=fp32,fp32_xla,bf16,bf16_xla] [--implementations=ours,official,official_patched,hf]
-      [--anchor_settings=fp32,bf16]
-      [--steps=10] [--warmup=3] [--output_dir=benchmarks]
+      [--settings=fp32,fp32_xla,bf16,bf16_xla]
+      [--implementations=ours,official,official_patched,hf,train] [--anchor_settings=fp32,bf16]
+      [--steps=10] [--warmup=3] [--train_loops=4] [--output_dir=benchmarks]
 
 For each objective (TEAMS, ELECTRA, ELECTRA with TEAMS's generator, BERT, COCO-LM, TACO, SCRIPT),
 size ('tiny': the `<objective>_demo` model, post-LN with absolute positions; 'small':
@@ -25,7 +25,11 @@ FLOPs counted analytically (`pretrain_flops.FORMULA`, printed in the results), a
 batch and run with our optimizer; 'official_patched', the same with the logits cast to float32
 where they enter its samplers and losses (bfloat16 settings only; unpatched it fails to build
 under mixed_bfloat16); 'hf', Hugging Face's PyTorch ELECTRA modules in the same ELECTRA step, when
-`torch` and `transformers` import (else reported as skipped).
+`torch` and `transformers` import (else reported as skipped). End to end ('train', TEAMS and
+ELECTRA at the setting their experiment runs): `python -m teams_tf.train` itself at the same
+shapes on the sample corpus as text, `--train_loops` loops of `--steps` steps, its steady-state
+steps/s (loops after the first, from Orbit's summaries) over the fixed-batch step's
+(`teams_tf/benchmarking/train_loop.py`).
 
 Model Garden TEAMS at our `teams_<size>` (`TeamsConfig` -> `TeamsPretrainerConfig`), small:
   encoder (L=12, H=256, E=128, I=1024, 4 heads, V)  -> discriminator, the same BertEncoderConfig
@@ -66,7 +70,7 @@ from absl import flags
 import pretrain_benchmark_report
 import pretrain_benchmark_variants as variants
 
-_IMPLEMENTATION_NAMES = ('ours', 'official', 'official_patched', 'hf')
+_IMPLEMENTATION_NAMES = ('ours', 'official', 'official_patched', 'hf', 'train')
 _OBJECTIVES = flags.DEFINE_list('objectives', list(variants.OBJECTIVES),
                                 f'Objectives, of {list(variants.OBJECTIVES)}.')
 _SIZES = flags.DEFINE_list('sizes', list(variants.SIZES), 'Sizes: tiny (demo), small.')
@@ -75,7 +79,8 @@ _SETTINGS = flags.DEFINE_list('settings', list(variants.SETTINGS),
 _IMPLEMENTATIONS = flags.DEFINE_list(
     'implementations', list(_IMPLEMENTATION_NAMES),
     'ours; official (Model Garden, for teams and electra); official_patched (the same with its '
-    'samplers casting logits to float32, bf16 settings only); hf (PyTorch, electra, fp32/bf16).')
+    'samplers casting logits to float32, bf16 settings only); hf (PyTorch, electra, fp32/bf16); '
+    'train (teams_tf.train end to end, teams and electra at their default setting).')
 _ANCHOR_SETTINGS = flags.DEFINE_list(
     'anchor_settings', ['fp32', 'bf16'],
     'Settings at which the anchors (official, official_patched, hf) run; those not in --settings '
@@ -83,6 +88,8 @@ _ANCHOR_SETTINGS = flags.DEFINE_list(
     'bf16_xla to time them anyway.')
 _STEPS = flags.DEFINE_integer('steps', 10, 'Timed steps per variant (median reported).')
 _WARMUP = flags.DEFINE_integer('warmup', 3, 'Untimed steps first (tracing, XLA compilation).')
+_TRAIN_LOOPS = flags.DEFINE_integer(
+    'train_loops', 4, 'End-to-end runs: loops of --steps steps; the first is not timed as steady.')
 _SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Batch size B.')
 _MAX_PREDICTIONS = flags.DEFINE_integer('max_predictions', 20, 'Prediction slots P per sequence.')
@@ -115,6 +122,9 @@ def _check_flags():
   if _STEPS.value < 1 or _WARMUP.value < 1:
     raise app.UsageError('--steps and --warmup must be >= 1 (the first step traces and '
                          'compiles; it is never timed).')
+  if _TRAIN_LOOPS.value < 2:
+    raise app.UsageError('--train_loops must be >= 2 (the first loop traces and compiles; the '
+                         'steady state is the loops after it).')
 
 
 def _machine():
@@ -171,7 +181,7 @@ def _matmul_peak(n, repeats):
   return peaks
 
 
-def _plan(hf_available):
+def _plan(hf_available, default_settings):
   """The variants to run, grouped so that ours and its anchors run close together in time."""
   jobs = []
   for size in _SIZES.value:
@@ -179,14 +189,18 @@ def _plan(hf_available):
       for implementation in _IMPLEMENTATION_NAMES:
         if implementation not in _IMPLEMENTATIONS.value:
           continue
-        if implementation.startswith('official') and objective not in ('teams', 'electra'):
+        if (implementation.startswith('official') or implementation == 'train') and (
+            objective not in ('teams', 'electra')):
           continue
         if implementation == 'hf' and objective != 'electra':
           continue
         for setting in _SETTINGS.value:
           job = dict(implementation=implementation, objective=objective, size=size,
                      setting=setting)
-          if implementation != 'ours' and setting not in _ANCHOR_SETTINGS.value:
+          if implementation == 'train':
+            if setting != default_settings[size]:
+              continue  # What `teams_tf.train` runs; other settings are the step's business.
+          elif implementation != 'ours' and setting not in _ANCHOR_SETTINGS.value:
             continue
           if implementation == 'hf' and setting.endswith('_xla'):
             continue  # No XLA for eager PyTorch.
@@ -264,7 +278,12 @@ def main(argv):
   peaks = {'start': _matmul_peak(_PEAK_MATMUL_SIZE.value, _PEAK_REPEATS.value)}
   _log('  peak GFLOP/s: ' + ', '.join(f'{k} {v:.0f}' for k, v in peaks['start'].items()))
   hf_available = all(importlib.util.find_spec(name) for name in ('torch', 'transformers'))
-  jobs = _plan(hf_available)
+  default_settings = {
+      size: 'bf16' if variants.experiment_params(
+          'teams', size, _SEQ_LENGTH.value, _BATCH_SIZE.value, _MAX_PREDICTIONS.value,
+          0).runtime.mixed_precision_dtype == 'bfloat16' else 'fp32'
+      for size in _SIZES.value}
+  jobs = _plan(hf_available, default_settings)
   results, elapsed = [], {}
   with tempfile.TemporaryDirectory() as directory:
     batch_file = os.path.join(directory, 'batch.npz')
@@ -281,7 +300,7 @@ def main(argv):
       spec = dict(job, index=index, label=label, steps=_STEPS.value, warmup=_WARMUP.value,
                   seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
                   predictions=_MAX_PREDICTIONS.value, vocab_size=_VOCAB_SIZE.value,
-                  batch_file=batch_file)
+                  batch_file=batch_file, loops=_TRAIN_LOOPS.value)
       if job['implementation'] == 'hf':
         if job['size'] not in shapes_by_size:
           params = variants.experiment_params(
@@ -307,18 +326,14 @@ def main(argv):
   for result in results:
     if result['status'] == 'ok':
       _derive(result, peaks['used'])
-  default_settings = {
-      size: 'bf16' if variants.experiment_params(
-          'teams', size, _SEQ_LENGTH.value, _BATCH_SIZE.value, _MAX_PREDICTIONS.value,
-          0).runtime.mixed_precision_dtype == 'bfloat16' else 'fp32'
-      for size in _SIZES.value}
   report = dict(
       command=command, started=started.isoformat(timespec='seconds'),
       finished=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
       machine=machine, peak_gflops=peaks,
       shapes=dict(seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
                   max_predictions=_MAX_PREDICTIONS.value, small_vocab_size=_VOCAB_SIZE.value,
-                  steps=_STEPS.value, warmup=_WARMUP.value, batch=batch_info),
+                  steps=_STEPS.value, warmup=_WARMUP.value, train_loops=_TRAIN_LOOPS.value,
+                  batch=batch_info),
       default_settings=default_settings,
       results=results)
   report.update(pretrain_benchmark_report.ratios(results, default_settings, _SETTINGS.value),

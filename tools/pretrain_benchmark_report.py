@@ -46,8 +46,17 @@ RATIOS = {
     'teams_fraction_of_float32_peak': (
         'TEAMS (ours) GFLOP/s / float32 matmul peak', ('ours', 'teams'), None,
         'fraction_of_float32_peak', None),
+    # The real loop (input pipeline, Orbit, summaries) over the step it runs.
+    'teams_train_over_step': (
+        'TEAMS `teams_tf.train` steady state / fixed-batch step, steps/s', ('train', 'teams'),
+        ('ours', 'teams'), 'steps_per_second', None),
+    'electra_train_over_step': (
+        'ELECTRA `teams_tf.train` steady state / fixed-batch step, steps/s',
+        ('train', 'electra'), ('ours', 'electra'), 'steps_per_second', None),
 }
-# Issue 9's targets for the small size: (ratio, column, comparison, threshold).
+# Ratios whose denominator is taken at the numerator's setting in every column.
+_SAME_SETTING_RATIOS = ('teams_train_over_step', 'electra_train_over_step')
+# Issue 9's and 21's targets for the small size: (ratio, column, comparison, threshold).
 TARGETS = (
     ('teams_ours_over_official', 'default', '>=', 1.5),
     ('teams_ours_over_official', 'best_float32', '>=', 1.25),
@@ -56,6 +65,7 @@ TARGETS = (
     ('teams_overhead_over_electra', 'best', '<=', 0.10),
     ('script_over_electra', 'best', '>=', 22.7 / 31.3),  # SCRIPT paper: 31.3 vs 22.7 (hours)
     ('teams_memory_ours_over_official', 'default', '<=', 1.0),
+    ('teams_train_over_step', 'default', '>=', 0.9),
 )
 # What differs between Model Garden's pretrainers at our configuration and ours.
 MODEL_GARDEN_DIFFERENCES = (
@@ -167,7 +177,7 @@ def _pick(results, side, size, column, settings, default_setting):
   implementation, objective = side
   if column == 'default':
     # Ours runs at its experiment's runtime; Model Garden and PyTorch default to float32.
-    settings = [default_setting if implementation == 'ours' else 'fp32']
+    settings = [default_setting if implementation in ('ours', 'train') else 'fp32']
   elif column == 'best_float32':
     settings = [s for s in settings if s in _FLOAT32_SETTINGS]
   elif column != 'best':
@@ -183,7 +193,9 @@ def ratios(results, default_settings, settings):
     for name, (description, numerator, denominator, field, transform) in RATIOS.items():
       for column in list(settings) + ['default', 'best_float32', 'best']:
         top = _pick(results, numerator, size, column, settings, default_setting)
-        bottom = (_pick(results, denominator, size, column, settings, default_setting)
+        bottom_column = (top['setting'] if top is not None and name in _SAME_SETTING_RATIOS
+                         else column)
+        bottom = (_pick(results, denominator, size, bottom_column, settings, default_setting)
                   if denominator else None)
         value = None
         if top is not None and (denominator is None or bottom is not None):
@@ -219,7 +231,7 @@ def _results_table(results, size):
            'step s (median) | first step s | GFLOP/step | GFLOP/s | fp32 peak | own peak | '
            'peak RSS MiB (over imports) | params M | loss first -> last |', '|' + '---|' * 15]
   for r in results:
-    if r['size'] != size:
+    if r['size'] != size or r['implementation'] == 'train':
       continue
     head = f'| {r["implementation"]} | {r["objective"]} | {r["setting"]} |'
     if r['status'] != 'ok':
@@ -238,6 +250,29 @@ def _results_table(results, size):
         f'{r["peak_rss_mib"]:,.0f} (+{r["peak_rss_mib"] - r["baseline_rss_mib"]:,.0f}) | '
         f'{r["parameters"] / 1e6:.2f} | {loss} |')
   return lines
+
+
+def _end_to_end_table(results, size):
+  """`teams_tf.train` rows beside the fixed-batch step of the same objective and setting."""
+  lines = ['| objective | setting | teams_tf.train steps/s (steady) | fixed-batch step steps/s | '
+           'ratio | first loop s | steps/s per loop | peak RSS MiB | training loss first -> '
+           'last loop |', '|' + '---|' * 9]
+  for r in results:
+    if r['size'] != size or r['implementation'] != 'train':
+      continue
+    head = f'| {r["objective"]} | {r["setting"]} |'
+    if r['status'] != 'ok':
+      lines.append(f'{head} {r["status"].upper()}: {r.get("error") or r.get("note")} |' + ' |' * 6)
+      continue
+    step = next(iter(_ok(results, 'ours', r['objective'], size, [r['setting']])), None)
+    loops = ', '.join(f'{rate:.2f}' for rate in r['loop_steps_per_second'])
+    lines.append(
+        f'{head} {r["steps_per_second"]:.3f} | '
+        f'{_number(step and step["steps_per_second"], 3)} | '
+        f'{_number(step and r["steps_per_second"] / step["steps_per_second"])} | '
+        f'{r["first_step_seconds"]:.1f} | {loops} | {r["peak_rss_mib"]:,.0f} | '
+        f'{r["losses"][0]:.3f} -> {r["losses"][-1]:.3f} |')
+  return lines if len(lines) > 2 else []
 
 
 def _ratio_table(report, size, settings):
@@ -354,7 +389,7 @@ def markdown(report):
     lines += [f'**Only {shapes["steps"]} timed steps: a quick run, not the >= 10 the issue '
               'asks for.**', '']
   if report['targets']:
-    lines += ['## Targets (issue 9, small)', '',
+    lines += ['## Targets (issues 9 and 21, small)', '',
               '| ratio | column | value | target | status |', '|---|---|---|---|---|']
     for target in report['targets']:
       percent = target['name'] in ('teams_fraction_of_float32_peak',
@@ -372,6 +407,19 @@ def markdown(report):
               'at its fastest setting (in parentheses).', '']
     lines += _ratio_table(report, size, settings) + ['']
     lines += [f'## Results, {size}', ''] + _results_table(report['results'], size) + ['']
+    end_to_end = _end_to_end_table(report['results'], size)
+    if end_to_end:
+      lines += [f'## End to end, {size}: `teams_tf.train` vs the fixed-batch step', '',
+                '`python -m teams_tf.train --mode=train` at the experiment, setting and shapes of '
+                'the step above, on its own input (the sample corpus as text, tokenized and '
+                'masked on the fly), reading Orbit\'s per-loop steps/s from its TensorBoard '
+                f'summaries: {report["shapes"].get("train_loops")} loops of '
+                f'{report["shapes"]["steps"]} steps, one summary per loop, checkpoints after the '
+                'first loop (Orbit\'s first save, timed in loop 2) and the last. "steady": the '
+                'median of the loops after the first; "first loop s": the '
+                'first loop (tracing, first batches, optimizer slots). The ratio is the real '
+                'loop\'s share of the step\'s speed; below 1 is what the loop adds per step.',
+                ''] + end_to_end + ['']
   lines += ['## FLOPs per step', '', '```', pretrain_flops.FORMULA, '```', '']
   seen = set()
   for r in report['results']:

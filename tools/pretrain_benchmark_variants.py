@@ -13,6 +13,7 @@ that need them, so that the PyTorch process imports none of them.
 
 import itertools
 import json
+import os
 import resource
 import statistics
 import sys
@@ -424,11 +425,51 @@ def run_hf_variant(spec):
   return result
 
 
+def run_train_variant(spec):
+  """`teams_tf.train` itself at the variant's experiment, setting and shapes; the result dict.
+
+  Trains `spec['loops']` loops of `spec['steps']` steps on the experiment's own input (the
+  sample corpus as text); `step_seconds_median` is the steady state (loops after the first) and
+  `first_step_seconds` the first loop, so the report's throughput columns apply unchanged.
+  """
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from teams_tf.benchmarking import train_loop  # pylint: disable=g-import-not-at-top
+
+  params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],
+                             spec['batch_size'], spec['predictions'], spec['vocab_size'])
+  params.runtime.mixed_precision_dtype = SETTINGS[spec['setting']][0]
+  params.trainer.max_train_flops = params.trainer.max_train_minutes = None
+  objective, variant, _ = OBJECTIVES[spec['objective']]
+  experiment = '_'.join(part for part in (objective, SIZES[spec['size']], variant) if part)
+  flops_objective, shapes = our_shapes(params.task.model, spec['batch_size'],
+                                       spec['seq_length'], spec['predictions'])
+  flops, terms = pretrain_flops.step_flops(flops_objective, shapes)
+  with tempfile.TemporaryDirectory() as work_dir:
+    vocab_size = params.task.model.encoder.vocab_size
+    for data in (params.task.train_data, params.task.validation_data):
+      if train_loop.vocabulary_size(data.vocab_file) != vocab_size:
+        data.vocab_file = train_loop.write_padded_vocabulary(
+            data.vocab_file, vocab_size, os.path.join(work_dir, 'vocab.txt'))
+    progress(f'{spec["label"]}: teams_tf.train, {spec["loops"]} loops of {spec["steps"]} steps')
+    measured = train_loop.measure(params, experiment, work_dir, spec['loops'], spec['steps'])
+  progress(f'{spec["label"]}: {measured["steady_steps_per_second"]:.2f} steps/s steady, first '
+           f'loop {measured["first_loop_seconds"]:.1f} s')
+  return dict(
+      step_seconds=[1 / rate for rate in measured['loop_steps_per_second'][1:]],
+      step_seconds_median=1 / measured['steady_steps_per_second'],
+      first_step_seconds=measured['first_loop_seconds'], losses=measured['losses'],
+      finite=measured['finite'], loop_steps_per_second=measured['loop_steps_per_second'],
+      wall_seconds=measured['wall_seconds'], command=measured['command'],
+      flops_per_step=flops, flop_terms=[list(term) for term in terms],
+      peak_rss_mib=measured['peak_rss_mib'])
+
+
 def run_child(spec_path):
   """Entry point of a variant process: runs the spec in `spec_path`, writes the result JSON."""
   with open(spec_path) as f:
     spec = json.load(f)
-  runner = run_hf_variant if spec['implementation'] == 'hf' else run_tf_variant
+  runner = {'hf': run_hf_variant, 'train': run_train_variant}.get(spec['implementation'],
+                                                                  run_tf_variant)
   result = runner(spec)
   with open(spec['output'], 'w') as f:
     json.dump(result, f)

@@ -182,6 +182,29 @@ class BenchmarkPretrainTest(tf.test.TestCase):
     self.assertFalse(targets[('teams_fraction_of_float32_peak', 'best')])
     self.assertFalse(targets[('script_over_electra', 'best')])
     self.assertIsNone(targets[('electra_ours_over_hf', 'best')])  # not measured
+    self.assertIsNone(targets[('teams_train_over_step', 'default')])  # not measured
+
+  def test_end_to_end_ratio_compares_the_same_setting_and_has_its_table(self):
+    results = [
+        _result('ours', 'teams', 'bf16', 16.0),
+        _result('ours', 'teams', 'fp32', 20.0),  # faster, but not what teams_tf.train ran
+        dict(_result('train', 'teams', 'bf16', 14.0), first_step_seconds=30.0,
+             loop_steps_per_second=[0.1, 0.44, 0.43], losses=[9.5, 9.1, 8.7], finite=True),
+    ]
+    report = pretrain_benchmark_report.ratios(results, {'small': 'bf16'}, ['fp32', 'bf16'])
+    ratios = {(r['name'], r['column']): r['value'] for r in report['ratios']}
+    for column in ('default', 'best', 'bf16'):
+      self.assertAllClose(14 / 16, ratios[('teams_train_over_step', column)])
+    self.assertIsNone(ratios[('teams_train_over_step', 'fp32')])
+    target = next(t for t in report['targets'] if t['name'] == 'teams_train_over_step')
+    self.assertEqual((False, 0.9), (target['met'], target['threshold']))
+
+    table = pretrain_benchmark_report._end_to_end_table(results, 'small')  # pylint: disable=protected-access
+    self.assertLen(table, 3)
+    self.assertEqual('| teams | bf16 | 0.438 | 0.500 | 0.88 | 30.0 | 0.10, 0.44, 0.43 | 1,000 | '
+                     '9.500 -> 8.700 |', table[2])
+    # The step table holds fixed-batch steps only.
+    self.assertLen(pretrain_benchmark_report._results_table(results[2:], 'small'), 2)  # pylint: disable=protected-access
 
 
 if __name__ == '__main__':
