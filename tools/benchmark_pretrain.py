@@ -3,7 +3,8 @@
   python tools/benchmark_pretrain.py [--objectives=teams,electra,...] [--sizes=tiny,small]
       [--settings=fp32,fp32_xla,bf16,bf16_xla]
       [--implementations=ours,official,official_patched,hf,train] [--anchor_settings=fp32,bf16]
-      [--steps=10] [--warmup=3] [--train_loops=4] [--output_dir=benchmarks]
+      [--train_settings=default] [--steps=10] [--warmup=3] [--train_loops=4]
+      [--output_dir=benchmarks] [--output_name=pretrain_throughput]
 
 For each objective (TEAMS, ELECTRA, ELECTRA with TEAMS's generator, BERT, COCO-LM, TACO, SCRIPT),
 size ('tiny': the `<objective>_demo` model, post-LN with absolute positions; 'small':
@@ -26,9 +27,10 @@ batch and run with our optimizer; 'official_patched', the same with the logits c
 where they enter its samplers and losses (bfloat16 settings only; unpatched it fails to build
 under mixed_bfloat16); 'hf', Hugging Face's PyTorch ELECTRA modules in the same ELECTRA step, when
 `torch` and `transformers` import (else reported as skipped). End to end ('train', TEAMS and
-ELECTRA at the setting their experiment runs): `python -m teams_tf.train` itself at the same
-shapes on the sample corpus as text, `--train_loops` loops of `--steps` steps, its steady-state
-steps/s (loops after the first, from Orbit's summaries) over the fixed-batch step's
+ELECTRA at `--train_settings`, by default the setting their experiment runs):
+`python -m teams_tf.train` itself at the same shapes on the sample corpus as text,
+`--train_loops` loops of `--steps` steps, its steady-state steps/s (loops after the first, from
+Orbit's summaries) over the fixed-batch step's at the same setting
 (`teams_tf/benchmarking/train_loop.py`).
 
 Model Garden TEAMS at our `teams_<size>` (`TeamsConfig` -> `TeamsPretrainerConfig`), small:
@@ -90,6 +92,10 @@ _STEPS = flags.DEFINE_integer('steps', 10, 'Timed steps per variant (median repo
 _WARMUP = flags.DEFINE_integer('warmup', 3, 'Untimed steps first (tracing, XLA compilation).')
 _TRAIN_LOOPS = flags.DEFINE_integer(
     'train_loops', 4, 'End-to-end runs: loops of --steps steps; the first is not timed as steady.')
+_TRAIN_SETTINGS = flags.DEFINE_list(
+    'train_settings', ['default'],
+    "Settings of the end-to-end runs (of those in --settings); 'default' is the one the size's "
+    'experiment runs (bf16 for small, fp32 for tiny). On CPUs without bfloat16 hardware, fp32.')
 _SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Batch size B.')
 _MAX_PREDICTIONS = flags.DEFINE_integer('max_predictions', 20, 'Prediction slots P per sequence.')
@@ -103,10 +109,11 @@ _REMEASURE_PEAK = flags.DEFINE_bool('remeasure_peak', True,
 _VARIANT_TIMEOUT = flags.DEFINE_integer('variant_timeout', 3600, 'Seconds before a variant is '
                                         'stopped and reported as failed.')
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'benchmarks', 'Where the results files go.')
+_OUTPUT_NAME = flags.DEFINE_string(
+    'output_name', 'pretrain_throughput',
+    'Results go to <output_dir>/<output_name>.{md,json}; another name keeps a partial run (a '
+    'subset, another machine) from replacing the full one.')
 _CHILD_SPEC = flags.DEFINE_string('child_spec', None, 'Internal: run one variant (JSON spec).')
-
-OUTPUT_NAME = 'pretrain_throughput'
-
 
 def _log(message):
   print(message, file=sys.stderr, flush=True)
@@ -115,6 +122,7 @@ def _log(message):
 def _check_flags():
   for flag, known in ((_OBJECTIVES, variants.OBJECTIVES), (_SIZES, variants.SIZES),
                       (_SETTINGS, variants.SETTINGS), (_ANCHOR_SETTINGS, variants.SETTINGS),
+                      (_TRAIN_SETTINGS, ('default', *variants.SETTINGS)),
                       (_IMPLEMENTATIONS, _IMPLEMENTATION_NAMES)):
     unknown = [value for value in flag.value if value not in known]
     if unknown:
@@ -198,8 +206,10 @@ def _plan(hf_available, default_settings):
           job = dict(implementation=implementation, objective=objective, size=size,
                      setting=setting)
           if implementation == 'train':
-            if setting != default_settings[size]:
-              continue  # What `teams_tf.train` runs; other settings are the step's business.
+            train_settings = {default_settings[size] if name == 'default' else name
+                              for name in _TRAIN_SETTINGS.value}
+            if setting not in train_settings:
+              continue
           elif implementation != 'ours' and setting not in _ANCHOR_SETTINGS.value:
             continue
           if implementation == 'hf' and setting.endswith('_xla'):
@@ -339,7 +349,7 @@ def main(argv):
   report.update(pretrain_benchmark_report.ratios(results, default_settings, _SETTINGS.value),
                 notes=pretrain_benchmark_report.notes(results))
   pretrain_benchmark_report.write_results(
-      _OUTPUT_DIR.value, OUTPUT_NAME, pretrain_benchmark_report.markdown(report), report)
+      _OUTPUT_DIR.value, _OUTPUT_NAME.value, pretrain_benchmark_report.markdown(report), report)
 
 
 if __name__ == '__main__':
