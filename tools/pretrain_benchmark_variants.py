@@ -438,6 +438,9 @@ def run_train_variant(spec):
   params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],
                              spec['batch_size'], spec['predictions'], spec['vocab_size'])
   params.runtime.mixed_precision_dtype = SETTINGS[spec['setting']][0]
+  if params.runtime.distribution_strategy == 'tpu':
+    # The paper sizes are registered for TPUs; here, the README's CPU/GPU override.
+    params.runtime.distribution_strategy = 'mirrored'
   params.trainer.max_train_flops = params.trainer.max_train_minutes = None
   objective, variant, _ = OBJECTIVES[spec['objective']]
   experiment = '_'.join(part for part in (objective, SIZES[spec['size']], variant) if part)

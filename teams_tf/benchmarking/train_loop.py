@@ -89,7 +89,10 @@ def measure(params, experiment: str, work_dir: str, loops: int, steps_per_loop: 
   if status:
     with open(log_path) as f:
       tail = [line.rstrip() for line in f if line.strip()][-5:]
-    raise RuntimeError(f'{" ".join(command)} exited with {status}: ' + ' / '.join(tail))
+    # teams_tf.train's own failures are one `error: ...` line; anything else shows its tail.
+    errors = [line for line in tail if line.startswith('error: ')]
+    raise RuntimeError(f'{" ".join(command)} exited with {status}: ' +
+                       (errors[-1] if errors else ' / '.join(tail)))
   summaries = run_summary.read_scalars(os.path.join(model_dir, 'train'))
   loop_rows = [summaries[step] for step in sorted(summaries) if 'steps_per_second' in
                summaries[step]]

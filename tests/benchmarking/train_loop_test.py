@@ -49,10 +49,11 @@ class TrainLoopTest(tf.test.TestCase):
         [os.path.join(work_dir, 'run', f'ckpt-{step}.index') for step in (2, 6)],
         tf.io.gfile.glob(os.path.join(work_dir, 'run', 'ckpt-*.index')))
 
-  def test_a_failed_run_names_the_command_and_its_last_lines(self):
+  def test_a_failed_run_names_the_command_and_its_error(self):
     params = testing_utils.two_layer_demo_experiment('bert')
     params.task.train_data.input_path = os.path.join(self.get_temp_dir(), 'missing-*.txt')
-    with self.assertRaisesRegex(RuntimeError, r'teams_tf.train .* exited with 1: .*missing-'):
+    with self.assertRaisesRegex(RuntimeError,
+                                r'teams_tf.train .* exited with 1: error: .*missing-'):
       train_loop.measure(params, 'bert_demo', self.get_temp_dir(), loops=2, steps_per_loop=1)
 
   def test_one_loop_is_an_error(self):
