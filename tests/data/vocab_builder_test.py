@@ -7,7 +7,6 @@ import tensorflow_datasets as tfds
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
 from teams_tf.data import corpus
-from teams_tf.data import embedded
 from teams_tf.data import tokenization
 from teams_tf.data import vocab_builder
 
@@ -28,24 +27,6 @@ class VocabBuilderTest(tf.test.TestCase):
     with open(path, 'w', encoding='utf-8') as f:
       f.write('\n'.join(lines) + '\n')
     return path
-
-  def test_reproduces_the_sample_vocabulary(self):
-    # The parameters recorded in teams_tf/data/sample/SOURCE.md.
-    counter, _ = _count(corpus.CorpusSource(input_patterns='sample:train'))
-    steps = []
-    tokens = vocab_builder.learn_vocabulary(counter.counts(), vocab_size=4000, min_count=2,
-                                            log=lambda fmt, *args: steps.append(fmt % args))
-    # Every step of the threshold search was reported, the last with the result.
-    self.assertGreater(len(steps), 3)
-    self.assertIn(f'step {len(steps)}: pieces seen >= 3 times give {len(tokens):,} tokens',
-                  steps[-1])
-    self.assertIn('; done, elapsed', steps[-1])
-    output = os.path.join(self.get_temp_dir(), 'vocab.txt')
-    vocab_builder.write_vocabulary(tokens, output)
-    with open(output, 'rb') as f, open(embedded.resolve_path('sample:vocab'), 'rb') as expected:
-      self.assertEqual(f.read(), expected.read())
-    self.assertEqual(vocab_builder.unknown_token_counts(counter.counts(), tokens), (77195, 0))
-    self.assertEqual(os.listdir(self.get_temp_dir()), ['vocab.txt'])
 
   def test_counts_match_bert_vocab_from_dataset(self):
     path = self._corpus_file(_SENTENCES * 20)

@@ -33,6 +33,10 @@ class BuildVocabCommandTest(tf.test.TestCase):
     self.assertIn('lines 746 (0.3 MB), words 60,315, distinct words 8,476', result.stdout)
     self.assertIn('[UNK] rate of the input under the new vocabulary: 0 of 77,195 tokens', result.stdout)
     self.assertIn('lines/s', result.stderr)  # Progress.
+    # Every step of the threshold search is reported, the last with the result.
+    self.assertGreater(result.stderr.count('threshold search step '), 3)
+    self.assertRegex(result.stderr, r'threshold search step \d+: pieces seen >= 3 times give '
+                     r'3,660 tokens .*; done, elapsed')
 
   def test_help(self):
     result = _run('--help')
