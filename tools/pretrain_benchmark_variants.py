@@ -434,6 +434,7 @@ def run_train_variant(spec):
   """
   import tempfile  # pylint: disable=g-import-not-at-top
   from teams_tf.benchmarking import train_loop  # pylint: disable=g-import-not-at-top
+  from teams_tf.configs import experiments  # pylint: disable=g-import-not-at-top
 
   params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],
                              spec['batch_size'], spec['predictions'], spec['vocab_size'])
@@ -443,16 +444,18 @@ def run_train_variant(spec):
     params.runtime.distribution_strategy = 'mirrored'
   params.trainer.max_train_flops = params.trainer.max_train_minutes = None
   objective, variant, _ = OBJECTIVES[spec['objective']]
-  experiment = '_'.join(part for part in (objective, SIZES[spec['size']], variant) if part)
+  experiment = experiments.experiment_name(objective, SIZES[spec['size']], variant)
   flops_objective, shapes = our_shapes(params.task.model, spec['batch_size'],
                                        spec['seq_length'], spec['predictions'])
   flops, terms = pretrain_flops.step_flops(flops_objective, shapes)
   with tempfile.TemporaryDirectory() as work_dir:
+    # Both splits read one vocabulary (`experiment_params`); pad it once for both.
+    data = params.task.train_data, params.task.validation_data
     vocab_size = params.task.model.encoder.vocab_size
-    for data in (params.task.train_data, params.task.validation_data):
-      if train_loop.vocabulary_size(data.vocab_file) != vocab_size:
-        data.vocab_file = train_loop.write_padded_vocabulary(
-            data.vocab_file, vocab_size, os.path.join(work_dir, 'vocab.txt'))
+    if train_loop.vocabulary_size(data[0].vocab_file) != vocab_size:
+      padded = train_loop.write_padded_vocabulary(
+          data[0].vocab_file, vocab_size, os.path.join(work_dir, 'vocab.txt'))
+      data[0].vocab_file = data[1].vocab_file = padded
     progress(f'{spec["label"]}: teams_tf.train, {spec["loops"]} loops of {spec["steps"]} steps')
     measured = train_loop.measure(params, experiment, work_dir, spec['loops'], spec['steps'])
   progress(f'{spec["label"]}: {measured["steady_steps_per_second"]:.2f} steps/s steady, first '

@@ -473,8 +473,13 @@ def pretraining_experiment(objective, size, variant=None):
   return _paper_size(objective, size, variant)
 
 
+def experiment_name(objective, size, variant=None):
+  """The registered name `<objective>_<size>[_<variant>]` (the inverse of `split_name`)."""
+  return '_'.join([objective, size] + ([variant] if variant else []))
+
+
 def _register(objective, size, variant=None):
-  name = '_'.join([objective, size] + ([variant] if variant else []))
+  name = experiment_name(objective, size, variant)
   factory = lambda: pretraining_experiment(objective, size, variant)
   description = f'{_OBJECTIVES[objective].description}; {_size_description(objective, size)}'
   if variant:
