@@ -29,7 +29,9 @@ setuptools.setup(
     extras_require={
         # Hugging Face export (tools/convert_to_hf.py); torch 2.13 has a CPU build on PyPI.
         'hf': ['torch==2.13.0', 'transformers>=4.40'],
-        'test': ['pytest>=8', 'pytest-xdist>=3', 'torch==2.13.0', 'transformers>=4.40'],
+        # ruff: the lint that tests/lint_test.py runs (ruff.toml).
+        'test': ['pytest>=8', 'pytest-xdist>=3', 'ruff~=0.17.6', 'torch==2.13.0',
+                 'transformers>=4.40'],
     },
     entry_points={'console_scripts': ['teams-train=teams_tf.train:run']},
 )

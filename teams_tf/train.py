@@ -39,6 +39,7 @@ from absl import flags
 from absl import logging
 import gin
 import tensorflow as tf
+import tf_keras
 
 from official.common import distribute_utils
 from official.common import flags as tfm_flags
@@ -46,10 +47,9 @@ from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_utils
 from official.modeling import performance
-import tf_keras
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
+from teams_tf.registry import experiments
 from teams_tf.tasks import init_checkpoint
 from teams_tf.training import budgets
 from teams_tf.training import checkpoints

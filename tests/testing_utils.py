@@ -9,7 +9,6 @@ from official.modeling import optimization
 from official.nlp.configs import encoders
 from official.nlp.modeling import models as garden_models
 
-from teams_tf.configs import experiments
 from teams_tf.configs import models
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
@@ -19,6 +18,7 @@ from teams_tf.models import mlm_pretrainer
 from teams_tf.models import script_pretrainer
 from teams_tf.models import taco_pretrainer
 from teams_tf.models import teams_pretrainer
+from teams_tf.registry import experiments
 from teams_tf.tasks import teams_task
 
 VOCAB_SIZE = 100

@@ -3,163 +3,28 @@
   python tools/benchmark_input_pipeline.py [--experiment=teams_small] [--seq_length=128]
       [--batch_size=32] [--input=sample:train] [--output=benchmarks/input_pipeline]
 
-Measures, on this machine and in this process:
-  1. examples/s of one TEAMS training step (forward, losses, backward, AdamW update) of
-     `--experiment` at `--seq_length` and `--batch_size`, median over `--train_steps` steps after
-     warm-up;
-  2. examples/s of the pretraining input pipeline in each format ('text', 'tfrecord',
-     'masked_tfrecord') at the same shapes, producing batches as fast as it can;
-and reports each pipeline's headroom = pipeline examples/s / training examples/s (the target is
->= 5). The TFRecords are written from `--input` first (unmasked sequences and one static mask per
-sequence), so all three formats read the same text. Results go to `<output>.md` and `<output>.json`.
+What is measured and how: `teams_tf/benchmarking/input_pipeline.py`.
 """
-
-import json
-import os
-import platform
-import statistics
-import tempfile
-import time
 
 from absl import app
 from absl import flags
-import tensorflow as tf
 
-from official.core import exp_factory
-from official.core import task_factory
-from official.modeling import optimization
+from teams_tf.benchmarking import input_pipeline
 
-from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.data import pretrain_dataloader
-from teams_tf.data import text_dataloader
-from teams_tf.data import input_files
-
-_EXPERIMENT = flags.DEFINE_string('experiment', 'teams_small', 'Experiment whose model is trained.')
-_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
-_BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Batch size for both sides.')
-_INPUT = flags.DEFINE_string('input', 'sample:train', 'Text files (comma-separated globs).')
-_TRAIN_STEPS = flags.DEFINE_integer('train_steps', 10, 'Timed training steps (after 2 warm-up).')
-_PIPELINE_BATCHES = flags.DEFINE_integer('pipeline_batches', 200, 'Timed batches per format.')
-_OUTPUT = flags.DEFINE_string('output', 'benchmarks/input_pipeline', 'Results path prefix.')
+_DEFAULTS = input_pipeline.Settings()
+flags.DEFINE_string('experiment', _DEFAULTS.experiment, 'Experiment whose model is trained.')
+flags.DEFINE_integer('seq_length', _DEFAULTS.seq_length, 'Sequence length T.')
+flags.DEFINE_integer('batch_size', _DEFAULTS.batch_size, 'Batch size for both sides.')
+flags.DEFINE_string('input', _DEFAULTS.input, 'Text files (comma-separated globs).')
+flags.DEFINE_integer('train_steps', _DEFAULTS.train_steps, 'Timed steps (after 2 warm-up).')
+flags.DEFINE_integer('pipeline_batches', _DEFAULTS.pipeline_batches, 'Timed batches per format.')
+flags.DEFINE_string('output', _DEFAULTS.output, 'Results path prefix.')
 
 
-def _data_config(params, input_format, input_path):
-  return params.task.train_data.replace(
-      input_format=input_format, input_path=input_path, seq_length=_SEQ_LENGTH.value,
-      max_predictions_per_seq=round(0.15 * _SEQ_LENGTH.value),
-      global_batch_size=_BATCH_SIZE.value, is_training=True, seed=1)
-
-
-def _write_records(params, directory):
-  """Writes the input as unmasked and statically masked TFRecords; returns their paths."""
-  config = _data_config(params, 'text', _INPUT.value)
-  loader = pretrain_dataloader.PretrainDataLoader(config.replace(is_training=False))
-  sequences = text_dataloader.text_sequences(
-      input_files.list_input_files(_INPUT.value), loader.vocabulary, _SEQ_LENGTH.value,
-      config.lower_case)
-  unmasked_path = os.path.join(directory, 'unmasked.tfrecord')
-  masked_path = os.path.join(directory, 'masked.tfrecord')
-
-  def feature(values, dtype=tf.int64):
-    if dtype == tf.float32:
-      return tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
-
-  with tf.io.TFRecordWriter(unmasked_path) as writer:
-    for word_ids, input_mask, type_ids in sequences.as_numpy_iterator():
-      writer.write(tf.train.Example(features=tf.train.Features(feature=dict(
-          input_ids=feature(word_ids), input_mask=feature(input_mask),
-          segment_ids=feature(type_ids)))).SerializeToString())
-  with tf.io.TFRecordWriter(masked_path) as writer:
-    for batch in loader.load().as_numpy_iterator():
-      for row in range(len(batch['input_word_ids'])):
-        writer.write(tf.train.Example(features=tf.train.Features(feature=dict(
-            input_ids=feature(batch['input_word_ids'][row]),
-            input_mask=feature(batch['input_mask'][row]),
-            segment_ids=feature(batch['input_type_ids'][row]),
-            masked_lm_positions=feature(batch['masked_lm_positions'][row]),
-            masked_lm_ids=feature(batch['masked_lm_ids'][row]),
-            masked_lm_weights=feature(batch['masked_lm_weights'][row], tf.float32),
-        ))).SerializeToString())
-  return {'text': _INPUT.value, 'tfrecord': unmasked_path, 'masked_tfrecord': masked_path}
-
-
-def _pipeline_examples_per_second(config):
-  iterator = iter(pretrain_dataloader.PretrainDataLoader(config).load())
-  for _ in range(5):  # Warm-up: file opening, tokenizer tables, autotuning.
-    next(iterator)
-  num_batches = _PIPELINE_BATCHES.value
-  start = time.perf_counter()
-  for i in range(num_batches):
-    next(iterator)
-    if (i + 1) % 50 == 0:
-      rate = (i + 1) * config.global_batch_size / (time.perf_counter() - start)
-      print(f'  {config.input_format}: {i + 1}/{num_batches} batches, {rate:,.0f} examples/s',
-            flush=True)
-  return num_batches * config.global_batch_size / (time.perf_counter() - start)
-
-
-def _training_examples_per_second(params):
-  task = task_factory.get_task(params.task)
-  model = task.build_model()
-  factory = optimization.OptimizerFactory(params.trainer.optimizer_config)
-  optimizer = factory.build_optimizer(factory.build_learning_rate())
-  batch = next(iter(task.build_inputs(params.task.train_data)))
-  step = tf.function(lambda: task.train_step(batch, model, optimizer))
-  for _ in range(2):
-    step()
-  times = []
-  for i in range(_TRAIN_STEPS.value):
-    start = time.perf_counter()
-    step()['loss'].numpy()
-    times.append(time.perf_counter() - start)
-    remaining = statistics.median(times) * (_TRAIN_STEPS.value - i - 1)
-    print(f'  train step {i + 1}/{_TRAIN_STEPS.value}: {times[-1]:.2f} s '
-          f'({_BATCH_SIZE.value / times[-1]:.1f} examples/s), ETA {remaining:.0f} s', flush=True)
-  return _BATCH_SIZE.value / statistics.median(times)
-
-
-def main(_):
-  params = exp_factory.get_exp_config(_EXPERIMENT.value)
-  params.task.train_data = _data_config(params, 'text', _INPUT.value)
-  params.task.model.encoder.max_position_embeddings = max(
-      params.task.model.encoder.max_position_embeddings, _SEQ_LENGTH.value)
-  print(f'Training {_EXPERIMENT.value} at T={_SEQ_LENGTH.value}, B={_BATCH_SIZE.value}:', flush=True)
-  train_rate = _training_examples_per_second(params)
-  results = dict(
-      machine=dict(platform=platform.platform(), processor=platform.processor(),
-                   cpus=os.cpu_count(), tensorflow=tf.__version__),
-      experiment=_EXPERIMENT.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
-      input=_INPUT.value, train_examples_per_second=train_rate, pipelines={})
-  with tempfile.TemporaryDirectory() as directory:
-    print('Writing TFRecords for the record formats ...', flush=True)
-    paths = _write_records(params, directory)
-    for input_format, path in paths.items():
-      print(f'Pipeline {input_format}:', flush=True)
-      rate = _pipeline_examples_per_second(_data_config(params, input_format, path))
-      results['pipelines'][input_format] = dict(
-          examples_per_second=rate, headroom=rate / train_rate)
-
-  lines = [
-      f'# Input pipeline vs training step ({results["experiment"]}, T={results["seq_length"]}, '
-      f'B={results["batch_size"]})', '',
-      f'Machine: {results["machine"]["platform"]}, {results["machine"]["cpus"]} CPUs, '
-      f'TensorFlow {results["machine"]["tensorflow"]}. Input: `{results["input"]}`.', '',
-      f'Training step: {train_rate:.1f} examples/s (median of {_TRAIN_STEPS.value} steps).', '',
-      '| input_format | pipeline examples/s | headroom (pipeline / training) | target >= 5 |',
-      '|---|---|---|---|',
-  ]
-  for input_format, row in results['pipelines'].items():
-    lines.append(f'| {input_format} | {row["examples_per_second"]:,.0f} | '
-                 f'{row["headroom"]:.0f}x | {"met" if row["headroom"] >= 5 else "MISSED"} |')
-  report = '\n'.join(lines) + '\n'
-  os.makedirs(os.path.dirname(_OUTPUT.value) or '.', exist_ok=True)
-  with open(_OUTPUT.value + '.md', 'w') as f:
-    f.write(report)
-  with open(_OUTPUT.value + '.json', 'w') as f:
-    json.dump(results, f, indent=2)
-  print(report)
-  print(f'Wrote {_OUTPUT.value}.md and {_OUTPUT.value}.json')
+def main(argv):
+  del argv
+  values = flags.FLAGS.flag_values_dict()
+  input_pipeline.run(input_pipeline.Settings(**{name: values[name] for name in vars(_DEFAULTS)}))
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ import sys
 
 from absl import app
 from absl import flags
+
 from official.core import exp_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
@@ -96,7 +97,7 @@ def main(argv):
   preamble = '\n'.join([
       '# Learning benchmark: mini objectives at equal training FLOPs', '',
       f'`python tools/benchmark_learning.py --bert_steps={_BERT_STEPS.value}`: every '
-      f'`<objective>_mini` (configs/experiments.py) trained to {setup.max_train_flops:.3g} '
+      f'`<objective>_mini` (registry/experiments.py) trained to {setup.max_train_flops:.3g} '
       f'FLOPs ({_BERT_STEPS.value:,} BERT-mini steps) on wiki_00-48 of the shared Wikipedia '
       f'extract, held-out evaluation on wiki_49 '
       f'({recipe.task.validation_data.mask_rate:.0%} masking, {setup.validation_steps} batches '

@@ -21,11 +21,11 @@ from official.core import exp_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import experiment_counts
-from teams_tf.data import atomic_files
 from teams_tf.data import corpus
 from teams_tf.data import tokenization
-from teams_tf.data import vocab_builder
+from teams_tf.preprocessing import vocab_builder
 from teams_tf.training import experiment_flops
+from teams_tf.utils import atomic_files
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _VOCAB_FILES = flags.DEFINE_list('vocab_files', None, 'Vocabularies to compare, one token a line.')

@@ -4,12 +4,12 @@
 
 Every non-blank line is text (cleaned as in `teams_tf/data/corpus.py`: invalid UTF-8 becomes U+FFFD,
 control characters become spaces, binary files are skipped). Words are split and counted with
-tensorflow-text's BERT `BasicTokenizer`, with progress, then tensorflow-text's WordPiece learner picks
-the pieces (`teams_tf/data/vocab_builder.py`). The vocabulary starts with [PAD] [UNK] [CLS] [SEP]
-[MASK] at ids 0-4; it is written to a temporary name and renamed when complete. The final summary
-gives lines, words, distinct words, vocabulary size, the [UNK] rate of the input under the new
-vocabulary, and the output path. `teams_tf/data/sample/SOURCE.md` gives the command that rebuilds
-`sample:vocab`.
+tensorflow-text's BERT `BasicTokenizer`, with progress, then tensorflow-text's WordPiece learner
+picks the pieces (`teams_tf/preprocessing/vocab_builder.py`). The vocabulary starts with [PAD] [UNK]
+[CLS] [SEP] [MASK] at ids 0-4; it is written to a temporary name and renamed when complete. The
+final summary gives lines, words, distinct words, vocabulary size, the [UNK] rate of the input under
+the new vocabulary, and the output path. `teams_tf/data/sample/SOURCE.md` gives the command that
+rebuilds `sample:vocab`.
 """
 
 import os
@@ -21,8 +21,8 @@ from absl import logging
 import tensorflow as tf
 
 from teams_tf.data import corpus
-from teams_tf.data import progress
-from teams_tf.data import vocab_builder
+from teams_tf.preprocessing import vocab_builder
+from teams_tf.utils import progress
 
 _INPUT = flags.DEFINE_string(
     'input', None, 'Comma-separated text files or globs (sample:train names the embedded corpus).')

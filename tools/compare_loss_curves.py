@@ -24,9 +24,9 @@ import time
 from absl import app
 from absl import flags
 
-import loss_curves_report as report_lib
-import pretrain_benchmark_report
-import pretrain_benchmark_variants as variants
+from teams_tf.benchmarking import loss_curves_report as report_lib
+from teams_tf.benchmarking import pretrain_report
+from teams_tf.benchmarking import pretrain_variants as variants
 
 _SIZE = flags.DEFINE_enum('size', 'tiny', list(variants.SIZES), 'tiny (demo) or small.')
 _STEPS = flags.DEFINE_integer('steps', 300, 'Training steps per run.')
@@ -84,7 +84,7 @@ def main(argv):
       gaps=report_lib.gaps(runs, seeds, _WINDOW.value),
       curves={f'{implementation} seed {seed}': curves
               for (implementation, seed), curves in runs.items()})
-  pretrain_benchmark_report.write_results(_OUTPUT_DIR.value, OUTPUT_NAME,
+  pretrain_report.write_results(_OUTPUT_DIR.value, OUTPUT_NAME,
                                           report_lib.markdown(report), report)
 
 

@@ -1,6 +1,7 @@
 r"""TACO's contextual score of a pretraining checkpoint: intra- vs inter-context cosine similarity.
 
-  python tools/contextual_score.py --model_dir=/tmp/teams_demo --input=teams_tf/data/sample/valid.txt
+  python tools/contextual_score.py --model_dir=/tmp/teams_demo \
+      --input=teams_tf/data/sample/valid.txt
 
 Each non-empty input line is one context (a sentence or paragraph), tokenized with the run's
 vocabulary and truncated to `--seq_length`. The kept encoder (any objective of this project) gives
@@ -16,18 +17,19 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from teams_tf.data import atomic_files
 from teams_tf.data import embedded
-from teams_tf.data import progress
 from teams_tf.data import tokenization
 from teams_tf.serving import contextual_score
-from teams_tf.serving import export_savedmodel
+from teams_tf.serving import loaders
+from teams_tf.utils import atomic_files
+from teams_tf.utils import progress
 
 _MODEL_DIR = flags.DEFINE_string('model_dir', None, 'Pretraining model_dir.')
 _CHECKPOINT_PATH = flags.DEFINE_string(
     'checkpoint_path', None, 'Checkpoint to use; default: the latest in --model_dir.')
 _INPUT = flags.DEFINE_string('input', None, 'Text file (or sample:valid), one context per line.')
-_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Longest context, in tokens with [CLS]/[SEP].')
+_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128,
+                                  'Longest context, in tokens with [CLS]/[SEP].')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Contexts per forward pass (>= 2).')
 _MAX_CONTEXTS = flags.DEFINE_integer('max_contexts', None, 'Use only the first N contexts.')
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed of the pair sampling.')
@@ -45,7 +47,7 @@ def main(_):
     if _BATCH_SIZE.value < 2:
       raise ValueError(f'--batch_size={_BATCH_SIZE.value} must be >= 2: inter-context pairs need '
                        'two contexts in a batch.')
-    encoder, _, vocab, lower_case = export_savedmodel.restore_pretrained_encoder(
+    encoder, _, vocab, lower_case = loaders.restore_pretrained_encoder(
         _MODEL_DIR.value, _CHECKPOINT_PATH.value)
     contexts = _contexts(_INPUT.value, _MAX_CONTEXTS.value)
   except (ValueError, tf.errors.NotFoundError) as e:

@@ -21,8 +21,8 @@ import sys
 from absl import app
 from absl import flags
 
-from teams_tf.serving import export_savedmodel
 from teams_tf.serving import hf_conversion
+from teams_tf.serving import loaders
 
 _MODEL_DIR = flags.DEFINE_string(
     'model_dir', None, 'Pretraining model_dir holding params.yaml and the checkpoints.')
@@ -35,7 +35,7 @@ _VOCAB_FILE = flags.DEFINE_string(
 
 def main(_):
   try:
-    encoder, encoder_config, vocab, lower_case = export_savedmodel.restore_pretrained_encoder(
+    encoder, encoder_config, vocab, lower_case = loaders.restore_pretrained_encoder(
         _MODEL_DIR.value, _CHECKPOINT_PATH.value, _VOCAB_FILE.value)
     hf_conversion.export_to_hf(encoder, encoder_config.get(), vocab.path, lower_case,
                                vocab.pad_id, _OUTPUT_DIR.value)

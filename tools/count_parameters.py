@@ -18,8 +18,8 @@ from absl import logging
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import experiment_counts
-from teams_tf.configs import experiments
-from teams_tf.data import atomic_files
+from teams_tf.registry import experiments
+from teams_tf.utils import atomic_files
 
 _EXPERIMENTS = flags.DEFINE_list(
     'experiments', None,

@@ -6,7 +6,7 @@
   python tools/create_glue_data.py --task=sst2 --tfds_name=glue/sst2 --vocab_file=... \
       --output_dir=...
 
-Reads the original GLUE TSVs with `teams_tf.data.glue` (or, with `--tfds_name`, Model Garden's
+Reads the original GLUE TSVs with `teams_tf.finetuning.glue` (or, with `--tfds_name`, Model Garden's
 TFDS processor for the task; the TFDS dataset must already be downloaded and prepared in TFDS's data
 directory, `$TFDS_DATA_DIR` or `~/tensorflow_datasets`, e.g. by `tfds build glue/sst2` on a machine
 with internet), tokenizes with Model Garden's `FullTokenizer` and writes with Model Garden's
@@ -30,7 +30,7 @@ import time
 from absl import app
 from absl import flags
 
-from teams_tf.data import glue
+from teams_tf.finetuning import glue
 
 _TASK = flags.DEFINE_enum('task', None, glue.TASKS, 'GLUE task.')
 _GLUE_DIR = flags.DEFINE_string(

@@ -4,13 +4,13 @@
       --output_dir=/data/records --output_kind=masked --seq_length=128 --dupe_factor=40
 
 Sequences are packed from consecutive sentences of one document as `[CLS] A [SEP] B [SEP]`
-(`teams_tf/data/sequence_packing.py`) and written as sharded tf.train.Examples
-(`teams_tf/data/pretraining_records.py`, which lists the features): `--output_kind=unmasked` for
-dynamic masking at training time (`input_format='tfrecord'`), `masked` for `--dupe_factor` statically
-masked copies in Model Garden's BERT format (`input_format='masked_tfrecord'`). The output is
-identical for a fixed --seed whatever --num_workers is. Prints progress, warnings naming the file
-and line of every input problem, and a final summary; bad flags or an unusable vocabulary exit with
-a one-line `error: ...`.
+(`teams_tf/preprocessing/sequence_packing.py`) and written as sharded tf.train.Examples
+(`teams_tf/preprocessing/pretraining_records.py`, which lists the features):
+`--output_kind=unmasked` for dynamic masking at training time (`input_format='tfrecord'`), `masked`
+for `--dupe_factor` statically masked copies in Model Garden's BERT format
+(`input_format='masked_tfrecord'`). The output is identical for a fixed --seed whatever
+--num_workers is. Prints progress, warnings naming the file and line of every input problem, and a
+final summary; bad flags or an unusable vocabulary exit with a one-line `error: ...`.
 """
 
 import os
@@ -23,8 +23,8 @@ from absl import logging
 import tensorflow as tf
 
 from teams_tf.data import corpus
-from teams_tf.data import pretraining_records
-from teams_tf.data import progress
+from teams_tf.preprocessing import pretraining_records
+from teams_tf.utils import progress
 
 _INPUT = flags.DEFINE_string(
     'input', None, 'Comma-separated text files or globs (sample:train names the embedded corpus).')
@@ -36,8 +36,8 @@ _TFDS_SPLIT = flags.DEFINE_string('tfds_split', 'train', 'TFDS split.')
 _TFDS_TEXT_KEY = flags.DEFINE_string('tfds_text_key', 'text', 'TFDS feature holding the text.')
 _TFDS_DATA_DIR = flags.DEFINE_string('tfds_data_dir', None, 'TFDS data directory.')
 _VOCAB_FILE = flags.DEFINE_string(
-    'vocab_file', None, 'WordPiece vocabulary with [PAD] [UNK] [CLS] [SEP] [MASK] (sample:vocab for '
-    'the embedded one); the one training will use.')
+    'vocab_file', None, 'WordPiece vocabulary with [PAD] [UNK] [CLS] [SEP] [MASK] (sample:vocab '
+    'for the embedded one); the one training will use.')
 _LOWER_CASE = flags.DEFINE_bool(
     'lower_case', True, 'Lowercase and strip accents; must match the vocabulary.')
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Directory for the shards and the summary.')
@@ -50,7 +50,8 @@ _OUTPUT_KIND = flags.DEFINE_enum(
     'masked_lm_positions/ids/weights, --dupe_factor copies per sequence.')
 _SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'T, tokens per sequence including specials.')
 _NUM_SEGMENTS = flags.DEFINE_integer(
-    'num_segments', 2, '2: [CLS] A [SEP] B [SEP] split at a random sentence boundary; 1: [CLS] A [SEP].')
+    'num_segments', 2,
+    '2: [CLS] A [SEP] B [SEP] split at a random sentence boundary; 1: [CLS] A [SEP].')
 _DUPE_FACTOR = flags.DEFINE_integer(
     'dupe_factor', 40, 'Masked copies of each sequence, each masked differently (TEAMS: 40).')
 _MAX_PREDICTIONS = flags.DEFINE_integer(
@@ -59,7 +60,8 @@ _MASK_RATE = flags.DEFINE_float('mask_rate', 0.15, 'Fraction of tokens to predic
 _MASK_TOKEN_RATE = flags.DEFINE_float(
     'mask_token_rate', 0.8, 'Probability that a predicted token becomes [MASK] (BERT: 0.8).')
 _RANDOM_TOKEN_RATE = flags.DEFINE_float(
-    'random_token_rate', 0.1, 'Probability that a predicted token becomes a random token (BERT: 0.1).')
+    'random_token_rate', 0.1,
+    'Probability that a predicted token becomes a random token (BERT: 0.1).')
 _WHOLE_WORD_MASKING = flags.DEFINE_bool(
     'whole_word_masking', False, 'Mask all WordPiece pieces of a word together.')
 _SEED = flags.DEFINE_integer('seed', 12345, 'Seeds sentence-pair splits, shuffling and masking.')
@@ -122,7 +124,8 @@ def main(argv):
         num_shards=_NUM_SHARDS.value, num_workers=_NUM_WORKERS.value, overwrite=_OVERWRITE.value)
   except (ValueError, tf.errors.OpError) as e:  # OpError: an unreadable input or output path.
     _fail(e)
-  logging.info('summary: %s', os.path.join(_OUTPUT_DIR.value, f'{_OUTPUT_PREFIX.value}-summary.json'))
+  logging.info('summary: %s',
+               os.path.join(_OUTPUT_DIR.value, f'{_OUTPUT_PREFIX.value}-summary.json'))
   _print_summary(summary, _OUTPUT_DIR.value, time.monotonic() - start)
 
 

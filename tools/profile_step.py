@@ -23,8 +23,8 @@ import time
 from absl import app
 from absl import flags
 
-import pretrain_benchmark_variants as variants
-import xplane_kernels
+from teams_tf.benchmarking import pretrain_variants as variants
+from teams_tf.benchmarking import xplane_kernels
 
 _IMPLEMENTATION = flags.DEFINE_enum('implementation', 'ours', ['ours', 'official',
                                                                'official_patched'],

@@ -15,9 +15,9 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
-from teams_tf.data import progress
-from teams_tf.serving import export_savedmodel
+from teams_tf.serving import loaders
 from teams_tf.serving import pll_scoring
+from teams_tf.utils import progress
 
 _MODEL_DIR = flags.DEFINE_string('model_dir', None, 'SCRIPT pretraining model_dir.')
 _CHECKPOINT_PATH = flags.DEFINE_string(
@@ -39,7 +39,7 @@ def _read_lines(path):
 
 def main(_):
   try:
-    scorer = export_savedmodel.load_pll_scorer(
+    scorer = loaders.load_pll_scorer(
         _MODEL_DIR.value, _CHECKPOINT_PATH.value, _SEQ_LENGTH.value)
     lines = _read_lines(_INPUT.value)
   except (ValueError, tf.errors.NotFoundError) as e:

@@ -2,7 +2,7 @@
 
   python tools/write_experiment_yamls.py [--output_dir=experiments]
 
-Run after changing a registered experiment; tests/configs/experiments_test.py fails while a
+Run after changing a registered experiment; tests/registry/experiments_test.py fails while a
 YAML differs from its registered config.
 """
 
@@ -15,7 +15,7 @@ from official.core import exp_factory
 from official.modeling import hyperparams
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
+from teams_tf.registry import experiments
 
 _OUTPUT_DIR = flags.DEFINE_string(
     'output_dir', os.path.join(os.path.dirname(__file__), '..', 'experiments'),

@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Optional
 
-from teams_tf.data import atomic_files
 from teams_tf.training import run_summary
+from teams_tf.utils import atomic_files
 
 OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
 

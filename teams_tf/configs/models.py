@@ -21,7 +21,7 @@ class RelativePositions(base_config.Config):
     relative_position_bias: add a T5 relative position bias (Raffel et al. 2020), one table of
       [buckets, heads] per encoder shared by its layers, to every encoder layer's attention
       beside the absolute position embeddings (task layers, e.g. TEAMS' attention RTD head, keep
-      absolute positions only) (COCO-LM §4; the mini recipe of `configs/experiments.py`,
+      absolute positions only) (COCO-LM §4; the mini recipe of `registry/experiments.py`,
       where it takes a 4-layer encoder off the frequency plateau in a third of the steps).
       Generator layers that are discriminator layers (TEAMS §3.2) share its table.
     relative_position_num_buckets: relative-distance buckets, half per direction (COCO-LM's
@@ -60,7 +60,7 @@ class TeamsConfig(RelativePositions):
 
   Defaults are TEAMS. ELECTRA (Eq. 1 + Eq. 4) is `mws_loss_weight=0`, `rtd_head_type='ffn'`,
   `rtd_loss_weight=50`, a full-depth generator of ELECTRA's width and `num_shared_layers=0`
-  (see `configs/experiments.py`); "Only MWS" (Table 2) is `rtd_loss_weight=0`.
+  (see `registry/experiments.py`); "Only MWS" (Table 2) is `rtd_loss_weight=0`.
 
   Attributes:
     encoder: the discriminator. The generator has its depth and width set below and tied
@@ -134,7 +134,7 @@ class CocoLmConfig(RelativePositions):
   """COCO-LM (Meng et al., 2021): auxiliary MLM + main CLM + SCL, L = L_MLM + L_CLM + L_SCL (Eq. 4).
 
   Defaults are the paper's COCO-LM; each Table 3 ablation changes one or two fields (see
-  `configs/experiments.py`). The auxiliary Transformer is this project's generator and the
+  `registry/experiments.py`). The auxiliary Transformer is this project's generator and the
   main Transformer its discriminator: they share the token, position and type embeddings and
   their LayerNorm (as in ELECTRA and the authors' code), not transformer layers.
 

@@ -35,7 +35,8 @@ from teams_tf.data import input_files
 
 DOCUMENT_MODES = ('blank_line', 'file')
 
-# A file whose non-blank lines are more than this fraction invalid UTF-8 is binary, not damaged text.
+# A file whose non-blank lines are more than this fraction invalid UTF-8 is binary,
+# not damaged text.
 _MAX_INVALID_LINE_FRACTION = 0.1
 # Per file and kind of problem, only the first few lines are named; the counters hold the totals.
 _MESSAGES_PER_KIND = 3
@@ -183,9 +184,9 @@ def _binary_reason(path: str, data: bytes, lines: list[bytes]) -> Optional[str]:
   invalid = [number for number, line in text_lines if not _is_utf8(line)]
   num_text_lines = len(text_lines)
   if len(invalid) > _MAX_INVALID_LINE_FRACTION * num_text_lines:
-    return (f'{path}, line {invalid[0]}: {len(invalid)} of {num_text_lines} non-blank lines are not '
-            f'valid UTF-8 (more than {_MAX_INVALID_LINE_FRACTION:.0%}); the file looks binary and is '
-            'skipped')
+    return (f'{path}, line {invalid[0]}: {len(invalid)} of {num_text_lines} non-blank lines are '
+            f'not valid UTF-8 (more than {_MAX_INVALID_LINE_FRACTION:.0%}); the file looks binary '
+            'and is skipped')
   return None
 
 
@@ -307,8 +308,8 @@ def read_tfds_documents(name: str, split: str, stats: CorpusStats, text_key: str
   spec = dataset.element_spec
   if not isinstance(spec, dict) or text_key not in spec or spec[text_key].dtype != tf.string:
     keys = sorted(spec) if isinstance(spec, dict) else []
-    raise ValueError(f'TFDS dataset {name!r} split {split!r} has no string feature {text_key!r}; its '
-                     f'features are {keys}. Set the text key (--tfds_text_key) to one of them.')
+    raise ValueError(f'TFDS dataset {name!r} split {split!r} has no string feature {text_key!r}; '
+                     f'its features are {keys}. Set the text key (--tfds_text_key) to one of them.')
   for index, text in enumerate(tfds.as_numpy(dataset.map(lambda example: example[text_key]))):
     source = f'tfds:{name}/{split} example {index}'
     stats.bytes += len(text)
@@ -375,8 +376,8 @@ class CorpusSource:
 _ABBREVIATIONS = frozenset([
     'mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st', 'mt', 'ft', 'vs', 'etc', 'e.g', 'i.e', 'cf',
     'ca', 'approx', 'no', 'nos', 'vol', 'fig', 'figs', 'pp', 'ed', 'eds', 'gen', 'col', 'lt', 'sgt',
-    'capt', 'gov', 'sen', 'rep', 'rev', 'hon', 'inc', 'ltd', 'co', 'corp', 'bros', 'jan', 'feb', 'mar',
-    'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec', 'al'])
+    'capt', 'gov', 'sen', 'rep', 'rev', 'hon', 'inc', 'ltd', 'co', 'corp', 'bros', 'jan', 'feb',
+    'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec', 'al'])
 # A sentence end: terminators, optional closing quotes/brackets, whitespace, then a capital letter
 # or digit, possibly after an opening quote/bracket.
 _SENTENCE_END = re.compile('[.!?]+["\'\u201d\u2019)\\]]*\\s+(?=["\'\u201c\u2018(\\[]?[A-Z0-9])')

@@ -1,9 +1,9 @@
 """Resolves `sample:` paths to the corpus and vocabulary shipped with the package.
 
-`teams_tf/data/sample/` holds a small English Wikipedia corpus (`train.txt`, `valid.txt`) and a WordPiece
-vocabulary learned from it (`vocab.txt`); `SOURCE.md` there gives their provenance and license. Configs
-refer to them as `sample:train`, `sample:valid` and `sample:vocab`, so a default experiment runs from a
-fresh install with no data download.
+`teams_tf/data/sample/` holds a small English Wikipedia corpus (`train.txt`, `valid.txt`) and a
+WordPiece vocabulary learned from it (`vocab.txt`); `SOURCE.md` there gives their provenance and
+license. Configs refer to them as `sample:train`, `sample:valid` and `sample:vocab`, so a default
+experiment runs from a fresh install with no data download.
 """
 
 import os

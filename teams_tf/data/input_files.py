@@ -14,8 +14,8 @@ def _split_patterns(input_path) -> list[str]:
   elif isinstance(input_path, (list, tuple)) and all(isinstance(p, str) for p in input_path):
     entries = list(input_path)
   else:
-    raise ValueError(f'input_path={input_path!r} must be a string of comma-separated files/globs or '
-                     'a list of them; named (dict) inputs are not supported.')
+    raise ValueError(f'input_path={input_path!r} must be a string of comma-separated files/globs '
+                     'or a list of them; named (dict) inputs are not supported.')
   patterns = [p.strip() for entry in entries for p in entry.split(',') if p.strip()]
   if not patterns:
     raise ValueError("input_path is empty; set it to files or globs, e.g. 'sample:train' or "

@@ -1,11 +1,11 @@
 """Dynamic masked-LM corruption inside tf.data (BERT, Devlin et al. 2019, Sec. 3.1 "Task #1").
 
-For one sequence, `mask_tokens` picks `min(P, max(1, round(n * mask_rate)))` of its `n` maskable tokens
-(everything but special tokens and padding) uniformly at random, then replaces each picked token by `[MASK]`
-with probability `mask_token_rate`, by a token drawn uniformly from the non-special ids with probability
-`random_token_rate`, and otherwise leaves it unchanged. BERT uses 0.15 / 0.8 / 0.1; ELECTRA and TEAMS feed the
-generator all-`[MASK]` inputs (`mask_token_rate=1.0`, `random_token_rate=0.0`). Only stateless random ops
-are used, so a seed fully determines the result.
+For one sequence, `mask_tokens` picks `min(P, max(1, round(n * mask_rate)))` of its `n` maskable
+tokens (everything but special tokens and padding) uniformly at random, then replaces each picked
+token by `[MASK]` with probability `mask_token_rate`, by a token drawn uniformly from the
+non-special ids with probability `random_token_rate`, and otherwise leaves it unchanged. BERT uses
+0.15 / 0.8 / 0.1; ELECTRA and TEAMS feed the generator all-`[MASK]` inputs (`mask_token_rate=1.0`,
+`random_token_rate=0.0`). Only stateless random ops are used, so a seed fully determines the result.
 """
 
 from typing import Sequence
@@ -25,23 +25,25 @@ def validate_masking_args(*, max_predictions_per_seq: int, mask_rate: float, mas
     raise ValueError(f'max_predictions_per_seq={max_predictions_per_seq} must be >= 1.')
   if not 0.0 < mask_rate <= 1.0:
     raise ValueError(f'mask_rate={mask_rate} must be in (0, 1]; BERT uses 0.15.')
-  for name, rate in (('mask_token_rate', mask_token_rate), ('random_token_rate', random_token_rate)):
+  for name, rate in (('mask_token_rate', mask_token_rate),
+                     ('random_token_rate', random_token_rate)):
     if not 0.0 <= rate <= 1.0:
       raise ValueError(f'{name}={rate} must be in [0, 1].')
   if mask_token_rate + random_token_rate > 1.0:
-    raise ValueError(f'mask_token_rate + random_token_rate = {mask_token_rate} + {random_token_rate} must '
-                     'be <= 1 (the remainder keeps the original token); BERT uses 0.8 + 0.1, ELECTRA '
-                     '1.0 + 0.0.')
+    raise ValueError(f'mask_token_rate + random_token_rate = {mask_token_rate} + '
+                     f'{random_token_rate} must be <= 1 (the remainder keeps the original token); '
+                     'BERT uses 0.8 + 0.1, ELECTRA 1.0 + 0.0.')
   bad_ids = [i for i in (*special_ids, mask_id) if not 0 <= i < vocab_size]
   if bad_ids:
-    raise ValueError(f'Token ids {bad_ids} are outside [0, vocab_size={vocab_size}); the special ids and '
-                     'vocab_size must come from the same vocabulary.')
+    raise ValueError(f'Token ids {bad_ids} are outside [0, vocab_size={vocab_size}); the special '
+                     'ids and vocab_size must come from the same vocabulary.')
   if mask_id not in special_ids:
-    raise ValueError(f'mask_id={mask_id} must be one of special_ids={tuple(special_ids)}, or inputs that '
-                     'already contain [MASK] could be masked again.')
+    raise ValueError(f'mask_id={mask_id} must be one of special_ids={tuple(special_ids)}, or '
+                     'inputs that already contain [MASK] could be masked again.')
   if len(set(special_ids)) >= vocab_size:
-    raise ValueError(f'vocab_size={vocab_size} leaves no non-special token to predict or to sample as a '
-                     f'random replacement (special_ids={tuple(special_ids)}); use a real vocabulary.')
+    raise ValueError(f'vocab_size={vocab_size} leaves no non-special token to predict or to sample '
+                     f'as a random replacement (special_ids={tuple(special_ids)}); use a real '
+                     'vocabulary.')
 
 
 def mask_tokens(token_ids: tf.Tensor,
@@ -64,8 +66,8 @@ def mask_tokens(token_ids: tf.Tensor,
     special_ids: ids never picked for prediction nor drawn as random replacements; must include the
       padding id and `mask_id` ([CLS], [SEP], [PAD], [UNK], [MASK]: `Vocabulary.special_ids`).
     mask_id: id of `[MASK]`.
-    vocab_size: V; random replacements are drawn uniformly from the ids in [0, V) not in `special_ids`
-      (so they may equal the original token, as in BERT).
+    vocab_size: V; random replacements are drawn uniformly from the ids in [0, V) not in
+      `special_ids` (so they may equal the original token, as in BERT).
     mask_rate: fraction of maskable tokens to predict, in (0, 1].
     mask_token_rate: probability that a picked token becomes `[MASK]`.
     random_token_rate: probability that a picked token becomes a random token; the remaining
@@ -79,7 +81,8 @@ def mask_tokens(token_ids: tf.Tensor,
   Returns:
     A dict with
       `input_word_ids`: [T] int32, `token_ids` with the picked positions corrupted.
-      `masked_lm_positions`: [P] int32, distinct positions in ascending order, then 0 in padding slots.
+      `masked_lm_positions`: [P] int32, distinct positions in ascending order, then 0 in
+        padding slots.
       `masked_lm_ids`: [P] int32, the original tokens at those positions, 0 in padding slots.
       `masked_lm_weights`: [P] float32, 1.0 for real predictions, 0.0 for padding slots.
 
@@ -92,7 +95,8 @@ def mask_tokens(token_ids: tf.Tensor,
       mask_id=mask_id, vocab_size=vocab_size)
   num_slots = max_predictions_per_seq
   token_ids = tf.convert_to_tensor(token_ids, dtype=tf.int32)
-  # One independent stream each for picking positions, choosing the corruption and drawing random tokens.
+  # One independent stream each for picking positions, choosing the corruption and
+  # drawing random tokens.
   position_seed, action_seed, replacement_seed = tf.unstack(
       tf.random.experimental.stateless_split(seed, num=3))
 
@@ -100,7 +104,8 @@ def mask_tokens(token_ids: tf.Tensor,
   special = tf.constant(sorted(special_set), dtype=tf.int32)
   maskable = tf.reduce_all(tf.not_equal(token_ids[:, None], special[None, :]), axis=1)  # [T]
   num_maskable = tf.reduce_sum(tf.cast(maskable, tf.int32))
-  # float64 so rounding matches Python's round(n * rate) at exact halves (0.15 is inexact in float32).
+  # float64 so rounding matches Python's round(n * rate) at exact halves
+  # (0.15 is inexact in float32).
   num_wanted = tf.cast(tf.round(tf.cast(num_maskable, tf.float64) * mask_rate), tf.int32)
   num_predictions = tf.minimum(num_slots, tf.minimum(num_maskable, tf.maximum(1, num_wanted)))
 
@@ -131,7 +136,8 @@ def mask_tokens(token_ids: tf.Tensor,
   action = tf.random.stateless_uniform([num_predictions], seed=action_seed)
   non_special = tf.constant([i for i in range(vocab_size) if i not in special_set], dtype=tf.int32)
   random_ids = tf.gather(non_special, tf.random.stateless_uniform(
-      [num_predictions], seed=replacement_seed, minval=0, maxval=tf.size(non_special), dtype=tf.int32))
+      [num_predictions], seed=replacement_seed, minval=0, maxval=tf.size(non_special),
+      dtype=tf.int32))
   corrupted_ids = tf.where(
       action < mask_token_rate, mask_id,
       tf.where(action < mask_token_rate + random_token_rate, random_ids, original_ids))

@@ -9,10 +9,11 @@
     masks per sequence) in Model Garden's BERT format, read by Model Garden's loader.
 'text' and 'tfrecord' are masked dynamically here (`masking.mask_tokens`) with a stateless seed per
 example derived from the config seed and the example's index after `repeat`: training masks change
-every epoch yet are reproducible for a fixed seed, and a finite evaluation set gets the same masks on
-every load. Every format yields the same features:
+every epoch yet are reproducible for a fixed seed, and a finite evaluation set gets the same masks
+on every load. Every format yields the same features:
   `input_word_ids` [B, T] int32, `input_mask` [B, T] int32, `input_type_ids` [B, T] int32,
-  `masked_lm_positions` [B, P] int32, `masked_lm_ids` [B, P] int32, `masked_lm_weights` [B, P] float32.
+  `masked_lm_positions` [B, P] int32, `masked_lm_ids` [B, P] int32,
+  `masked_lm_weights` [B, P] float32.
 """
 
 import dataclasses
@@ -59,13 +60,15 @@ class PretrainDataConfig(cfg.DataConfig):
   vocab_file: str = 'sample:vocab'
   # Must match the setting the vocabulary was learned with; `sample:vocab` is uncased.
   lower_case: bool = True
-  # BERT pretrains 90% of steps at 128 tokens (Devlin et al. 2019, App. A.2); ELECTRA-Small uses 128 too.
+  # BERT pretrains 90% of steps at 128 tokens (Devlin et al. 2019, App. A.2);
+  # ELECTRA-Small uses 128 too.
   seq_length: int = 128
   # BERT's README value for 128-token sequences: round(126 * 0.15) = 19 predictions fit.
   max_predictions_per_seq: int = 20
   # BERT Sec. 3.1: 15% of the tokens are chosen for prediction.
   mask_rate: float = 0.15
-  # BERT's 80/10/10 corruption, as in the BERT-style data the TEAMS paper used; ELECTRA uses 1.0/0.0.
+  # BERT's 80/10/10 corruption, as in the BERT-style data the TEAMS paper used;
+  # ELECTRA uses 1.0/0.0.
   mask_token_rate: float = 0.8
   random_token_rate: float = 0.1
   # Mask whole words (all WordPiece pieces together), as BERT's whole-word-masking models; off in
@@ -85,14 +88,15 @@ def _validate(params: PretrainDataConfig):
   if params.input_format not in INPUT_FORMATS:
     raise ValueError(f'input_format={params.input_format!r} is not one of {INPUT_FORMATS}.')
   if params.is_training is None:
-    raise ValueError('is_training is None; set True for training data (repeated, shuffled, new masks '
-                     'every epoch) or False for evaluation data (one pass, fixed masks).')
+    raise ValueError('is_training is None; set True for training data (repeated, shuffled, new '
+                     'masks every epoch) or False for evaluation data (one pass, fixed masks).')
   if params.seq_length < 3:
-    raise ValueError(f'seq_length={params.seq_length} must be >= 3 to hold [CLS], at least one token '
-                     'and [SEP].')
+    raise ValueError(f'seq_length={params.seq_length} must be >= 3 to hold [CLS], at least one '
+                     'token and [SEP].')
   if params.max_predictions_per_seq > params.seq_length - 2:
     raise ValueError(f'max_predictions_per_seq={params.max_predictions_per_seq} must be <= '
-                     f'seq_length - 2 = {params.seq_length - 2}, the most tokens a sequence can mask.')
+                     f'seq_length - 2 = {params.seq_length - 2}, the most tokens a sequence '
+                     'can mask.')
   if params.global_batch_size < 1:
     raise ValueError(f'global_batch_size={params.global_batch_size} must be >= 1.')
   if params.is_training and params.shuffle_buffer_size < 1:
@@ -125,7 +129,8 @@ class PretrainDataLoader(data_loader.DataLoader):
     masking.validate_masking_args(
         max_predictions_per_seq=params.max_predictions_per_seq, mask_rate=params.mask_rate,
         mask_token_rate=params.mask_token_rate, random_token_rate=params.random_token_rate,
-        special_ids=self._vocab.special_ids, mask_id=self._vocab.mask_id, vocab_size=self._vocab.size)
+        special_ids=self._vocab.special_ids, mask_id=self._vocab.mask_id,
+        vocab_size=self._vocab.size)
     self._files = input_files.list_input_files(params.input_path)
     if params.input_format == 'text':
       self._files = corpus.usable_text_files(self._files, params.input_path)
@@ -160,8 +165,8 @@ class PretrainDataLoader(data_loader.DataLoader):
       dataset = dataset.cache()
     if params.is_training:
       dataset = dataset.repeat()
-    # The example index counts from 0 after `repeat`, so epoch e sees new masks; folding the pipeline id
-    # into the base seed keeps masks of different input pipelines independent.
+    # The example index counts from 0 after `repeat`, so epoch e sees new masks; folding the
+    # pipeline id into the base seed keeps masks of different input pipelines independent.
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     base_seed = tf.constant([self._seed, pipeline_id], dtype=tf.int64)
     continuation_ids = vocab.continuation_ids if params.whole_word_masking else ()

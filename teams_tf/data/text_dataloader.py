@@ -1,15 +1,16 @@
 """Raw text files -> fixed-length `[CLS] ... [SEP]` token sequences, tokenized on the fly.
 
-Lines are read with `TextLineDataset`, blank lines dropped, each line WordPiece-tokenized by tensorflow-text,
-and the token stream is cut into chunks of `seq_length - 2` tokens wrapped as `[CLS] chunk [SEP]` (the final
-chunk is padded with `[PAD]`). For training, the input is mixed before tokenizing: the file order is
-shuffled every epoch, several files are read interleaved, and lines (paragraphs) pass through a shuffle
-buffer, so consecutive sequences come from different articles instead of one corpus file after another.
-Evaluation reads the files in the given order, one after another. Document boundaries are ignored on this
-path: a chunk can span the end of one paragraph and the start of the next (on the training path, usually
-a paragraph of another article). For document-aware packing with sentence-pair segments, write TFRecords
-with `tools/create_pretraining_data.py` and read them with `input_format='tfrecord'`. Everything is tf.data
-graph code; there are no Python generators.
+Lines are read with `TextLineDataset`, blank lines dropped, each line WordPiece-tokenized by
+tensorflow-text, and the token stream is cut into chunks of `seq_length - 2` tokens wrapped as
+`[CLS] chunk [SEP]` (the final chunk is padded with `[PAD]`). For training, the input is mixed
+before tokenizing: the file order is shuffled every epoch, several files are read interleaved, and
+lines (paragraphs) pass through a shuffle buffer, so consecutive sequences come from different
+articles instead of one corpus file after another. Evaluation reads the files in the given order,
+one after another. Document boundaries are ignored on this path: a chunk can span the end of one
+paragraph and the start of the next (on the training path, usually a paragraph of another article).
+For document-aware packing with sentence-pair segments, write TFRecords with
+`tools/create_pretraining_data.py` and read them with `input_format='tfrecord'`. Everything is
+tf.data graph code; there are no Python generators.
 """
 
 from typing import Optional
@@ -53,7 +54,8 @@ def text_sequences(files: list[str],
     block_length: consecutive lines taken from each file in turn when `shuffle_seed` is set.
 
   Returns:
-    Dataset of (`input_word_ids` [T] int32, `input_mask` [T] int32, `input_type_ids` [T] int32 all 0).
+    Dataset of (`input_word_ids` [T] int32, `input_mask` [T] int32,
+      `input_type_ids` [T] int32 all 0).
   """
   tokenizer = tokenization.build_tokenizer(vocab, lower_case=lower_case)
 
@@ -67,7 +69,8 @@ def text_sequences(files: list[str],
     # (fewer files than pipelines), they must all see the same line order to get disjoint shares.
     file_names = file_names.shuffle(len(files), seed=shuffle_seed, reshuffle_each_iteration=True)
     return file_names.interleave(
-        tf.data.TextLineDataset, cycle_length=cycle_length or min(len(files), _DEFAULT_CYCLE_LENGTH),
+        tf.data.TextLineDataset,
+        cycle_length=cycle_length or min(len(files), _DEFAULT_CYCLE_LENGTH),
         block_length=block_length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
   def tokenize(batch_of_lines):
@@ -76,13 +79,15 @@ def text_sequences(files: list[str],
 
   lines = input_files.read_sharded(files, read, input_context, sharding)
   if shuffle_seed is not None:
-    lines = lines.shuffle(line_shuffle_buffer_size, seed=shuffle_seed, reshuffle_each_iteration=True)
+    lines = lines.shuffle(line_shuffle_buffer_size, seed=shuffle_seed,
+                          reshuffle_each_iteration=True)
     # Blank lines are dropped after the buffer: the filter costs ~10x reading a line, and before the
     # buffer all of it would delay the first batch. They are ~1-2% of lines of text with blank
     # lines between articles, so the buffer holds almost as many paragraphs as lines.
     lines = non_blank(lines)
   tokens = lines.batch(_LINES_PER_TOKENIZER_CALL).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
-  # Regroups the variable-length token runs into runs of exactly seq_length - 2 (the last one shorter).
+  # Regroups the variable-length token runs into runs of exactly seq_length - 2
+  # (the last one shorter).
   chunks = tokens.rebatch(seq_length - 2, drop_remainder=False)
 
   def wrap(chunk):

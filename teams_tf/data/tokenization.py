@@ -1,9 +1,9 @@
 """WordPiece vocabulary I/O and the tensorflow-text BERT tokenizer built from it.
 
-A vocabulary file holds one WordPiece token per line; the line number (from 0) is the token id. The special
-tokens `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]` are looked up by name, so both the embedded sample
-vocabulary (ids 0-4) and Google's BERT vocabulary (`[PAD]`=0, `[UNK]`=100, `[CLS]`=101, `[SEP]`=102,
-`[MASK]`=103) work unchanged.
+A vocabulary file holds one WordPiece token per line; the line number (from 0) is the token id. The
+special tokens `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]` are looked up by name, so both the
+embedded sample vocabulary (ids 0-4) and Google's BERT vocabulary (`[PAD]`=0, `[UNK]`=100,
+`[CLS]`=101, `[SEP]`=102, `[MASK]`=103) work unchanged.
 """
 
 import dataclasses
@@ -56,12 +56,14 @@ class Vocabulary:
 
   @property
   def special_ids(self) -> tuple[int, ...]:
-    """Ids of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: never masked, never sampled as replacements."""
+    """Ids of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: never masked, never sampled
+    as replacements."""
     return (self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id)
 
   @property
   def continuation_ids(self) -> tuple[int, ...]:
-    """Ids of WordPiece continuation pieces (`##...`): the pieces that extend the word before them."""
+    """Ids of WordPiece continuation pieces (`##...`): the pieces that extend the word
+    before them."""
     return tuple(i for i, token in enumerate(self.tokens) if token.startswith('##'))
 
 
@@ -75,8 +77,8 @@ def load_vocabulary(path: str) -> Vocabulary:
     The `Vocabulary` with its special token ids looked up by name.
 
   Raises:
-    ValueError: the file is missing or empty, has an empty line or a duplicate token, or lacks one of
-      `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`.
+    ValueError: the file is missing or empty, has an empty line or a duplicate token, or lacks one
+      of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`.
   """
   path = embedded.resolve_path(path)
   if not tf.io.gfile.exists(path):
@@ -90,17 +92,18 @@ def load_vocabulary(path: str) -> Vocabulary:
   token_ids = {}
   for line_number, token in enumerate(tokens, start=1):
     if not token.strip():
-      raise ValueError(f'Vocabulary file {path!r} line {line_number} is blank; every line must hold one '
-                       'token. Remove the blank line (ids of later tokens shift by one).')
+      raise ValueError(f'Vocabulary file {path!r} line {line_number} is blank; every line must '
+                       'hold one token. Remove the blank line (ids of later tokens shift by one).')
     if token in token_ids:
-      raise ValueError(f'Vocabulary file {path!r} has token {token!r} twice: line {token_ids[token] + 1} '
-                       f'and line {line_number}. Remove one of them so each token has a single id.')
+      raise ValueError(f'Vocabulary file {path!r} has token {token!r} twice: '
+                       f'line {token_ids[token] + 1} and line {line_number}. Remove one of them so '
+                       'each token has a single id.')
     token_ids[token] = line_number - 1
 
   missing = [token for token in SPECIAL_TOKENS if token not in token_ids]
   if missing:
-    raise ValueError(f'Vocabulary file {path!r} lacks the special token(s) {", ".join(missing)}. Add one '
-                     f'line per missing token (their position sets their id). {_FIX_HINT}')
+    raise ValueError(f'Vocabulary file {path!r} lacks the special token(s) {", ".join(missing)}. '
+                     f'Add one line per missing token (their position sets their id). {_FIX_HINT}')
   return Vocabulary(
       path=os.path.abspath(path),
       tokens=tokens,
@@ -114,14 +117,14 @@ def load_vocabulary(path: str) -> Vocabulary:
 def build_tokenizer(vocab: Vocabulary, lower_case: bool = True) -> tf_text.BertTokenizer:
   """Builds the tensorflow-text BERT tokenizer (basic split, then WordPiece) for `vocab`.
 
-  The lookup table is built from `vocab.tokens` rather than re-read from disk, so the tokenizer's ids are
-  exactly the ones `load_vocabulary` validated. Call it outside `tf.data` map functions and capture the
-  result: the table is a resource that must be created once.
+  The lookup table is built from `vocab.tokens` rather than re-read from disk, so the tokenizer's
+  ids are exactly the ones `load_vocabulary` validated. Call it outside `tf.data` map functions and
+  capture the result: the table is a resource that must be created once.
 
   Args:
     vocab: the vocabulary from `load_vocabulary`.
-    lower_case: lowercase, NFD-normalize and strip accents before WordPiece, as for uncased BERT; must
-      match the setting the vocabulary was learned with (True for `sample:vocab`).
+    lower_case: lowercase, NFD-normalize and strip accents before WordPiece, as for uncased BERT;
+      must match the setting the vocabulary was learned with (True for `sample:vocab`).
 
   Returns:
     A `BertTokenizer` whose `tokenize(strings)` maps a [N] string tensor to a ragged int32

@@ -21,7 +21,7 @@ Unlike Model Garden's `candidate_size`, K here counts only non-original tokens, 
 import tensorflow as tf
 import tf_keras
 
-from teams_tf.layers import token_sampling
+from teams_tf.ops import token_sampling
 
 _STRATEGIES = ('sampled', 'hardest')
 

@@ -1,146 +1,21 @@
-"""Dropout, layer normalization and GELU as one XLA kernel per pass, inside Model Garden's blocks.
+"""Model Garden's dropout, layer-norm and GELU layers switched to the fused XLA kernels.
 
-TensorFlow runs every elementwise op of these layers as its own kernel over the whole activation:
-tf_keras's `Dropout` is RandomUniform, GreaterEqual, Mul and SelectV2 forward and two more ops
-backward; Model Garden's `LayerNormalization`s (epsilon 1e-12, below what `fused_batch_norm`
-accepts) take the composite `tf.nn.moments` path, a dozen ops each way; the tanh GELU of the
-[B, T, 4H] feed-forward activation is another dozen. In ELECTRA-small under bfloat16 on a 2-core
-CPU they took about 45% of the step's kernel time, the matmuls 21% (`tools/profile_step.py`).
-Here each is one `tf.function(jit_compile=True)` forward and one backward (`tf.custom_gradient`),
-while the matmuls stay on TensorFlow's oneDNN kernels (XLA's CPU dots are several times slower:
-`benchmarks/pretrain_throughput.md`, "Levers").
-
-The math is that of the layers replaced: inverted dropout (keep with probability 1 - rate, scale
-kept values by 1 / (1 - rate)); layer normalization with the biased variance of `tf.nn.moments`;
-GELU's tanh approximation, `official.modeling.activations.gelu` (Hendrycks & Gimpel 2016,
-§2; BERT's and ELECTRA's). Dropout draws its mask from a counter-based (Threefry) stream keyed by
-a per-call seed and recomputes it in the backward pass rather than keeping it. Layer norm and
-GELU compute in float32 whatever the input dtype and return the input dtype.
-
-`fuse(model)` switches the layers of a built model to these implementations; the pretraining
-Tasks do so for training (`PretrainTaskConfig.fuse_elementwise_ops`), while the serving and
-scoring paths, which build models directly, keep plain TensorFlow ops (no XLA needed to serve).
+Model Garden's transformer blocks build their `Dropout` and `LayerNormalization` layers and tanh
+GELU activations internally; `fuse(model)` switches the layers of a built model to the kernels
+of `ops/fused_elementwise.py`. The pretraining Tasks do so for training
+(`PretrainTaskConfig.fuse_elementwise_ops`), while the serving and scoring paths, which build
+models directly, keep plain TensorFlow ops (no XLA needed to serve).
 """
 
 import numbers
 
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from official.modeling import activations
 
-# GELU's tanh approximation: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-_GELU_SCALE = float(np.sqrt(2.0 / np.pi))
-_GELU_CUBIC = 0.044715
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _gelu_forward(x):
-  dtype = x.dtype
-  x = tf.cast(x, tf.float32)
-  return tf.cast(0.5 * x * (1.0 + tf.tanh(_GELU_SCALE * (x + _GELU_CUBIC * x * x * x))), dtype)
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _gelu_backward(x, dy):
-  dtype = dy.dtype
-  x, dy = tf.cast(x, tf.float32), tf.cast(dy, tf.float32)
-  x2 = x * x
-  t = tf.tanh(_GELU_SCALE * x * (1.0 + _GELU_CUBIC * x2))
-  slope = (0.5 * (1.0 + t)
-           + 0.5 * x * (1.0 - t * t) * _GELU_SCALE * (1.0 + 3.0 * _GELU_CUBIC * x2))
-  return tf.cast(dy * slope, dtype)
-
-
-@tf_keras.utils.register_keras_serializable(package='teams_tf')
-@tf.custom_gradient
-def gelu(x):
-  """GELU, tanh approximation, as `official.modeling.activations.gelu`; any shape and float dtype."""
-  def grad(dy):
-    return _gelu_backward(x, dy)
-  return _gelu_forward(x), grad
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _masked(x, seed, rate):
-  """x * keep / (1 - rate), keep ~ Bernoulli(1 - rate) i.i.d. from the Threefry stream of `seed`."""
-  # Integer threshold on 32 random bits: exact to 2^-32, no float conversion per element.
-  bits = tf.random.stateless_uniform(tf.shape(x), seed, minval=None, maxval=None,
-                                     dtype=tf.uint32, alg='threefry')
-  threshold = tf.cast(tf.math.round(rate * 2.0**32), tf.uint32)
-  return tf.where(bits >= threshold, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros_like(x))
-
-
-def dropout(x, rate, seed):
-  """Inverted dropout of x with a given [2] int64 seed; the backward pass redraws the same mask.
-
-  Args:
-    x: float tensor, any shape.
-    rate: Python float in (0, 1), the probability of zeroing an element.
-    seed: [2] int64 tensor; equal seeds give equal masks.
-
-  Returns:
-    Tensor like x.
-  """
-  rate = tf.constant(rate, tf.float32)
-
-  @tf.custom_gradient
-  def apply(x):
-    return _masked(x, seed, rate), lambda dy: _masked(dy, seed, rate)
-  return apply(x)
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _normalized(x, epsilon):
-  """(x - mean) / sqrt(var + epsilon) and 1 / sqrt(var + epsilon) over the last axis, float32."""
-  x = tf.cast(x, tf.float32)
-  mean = tf.reduce_mean(x, axis=-1, keepdims=True)
-  centered = x - mean
-  inverse_std = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True)
-                              + epsilon)
-  return centered * inverse_std, inverse_std
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _layer_norm_forward(x, gamma, beta, epsilon):
-  normalized, _ = _normalized(x, epsilon)
-  return tf.cast(normalized * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32), x.dtype)
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _layer_norm_backward(x, gamma, beta, epsilon, dy):
-  normalized, inverse_std = _normalized(x, epsilon)
-  dy = tf.cast(dy, tf.float32)
-  reduce_axes = tf.range(tf.rank(x) - 1)
-  dgamma = tf.reduce_sum(dy * normalized, axis=reduce_axes)
-  dbeta = tf.reduce_sum(dy, axis=reduce_axes)
-  dnormalized = dy * tf.cast(gamma, tf.float32)
-  dx = inverse_std * (dnormalized - tf.reduce_mean(dnormalized, axis=-1, keepdims=True)
-                      - normalized * tf.reduce_mean(dnormalized * normalized, axis=-1,
-                                                    keepdims=True))
-  return tf.cast(dx, x.dtype), tf.cast(dgamma, gamma.dtype), tf.cast(dbeta, beta.dtype)
-
-
-def layer_norm(x, gamma, beta, epsilon):
-  """Layer normalization over the last axis, computed in float32.
-
-  Args:
-    x: [..., H] float tensor.
-    gamma, beta: [H] float scale and offset.
-    epsilon: Python float added to the variance.
-
-  Returns:
-    [..., H] in x's dtype: (x - mean) / sqrt(var + epsilon) * gamma + beta, biased variance.
-  """
-  epsilon = tf.constant(epsilon, tf.float32)
-
-  @tf.custom_gradient
-  def apply(x, gamma, beta):
-    def grad(dy):
-      return _layer_norm_backward(x, gamma, beta, epsilon, dy)
-    return _layer_norm_forward(x, gamma, beta, epsilon), grad
-  return apply(x, gamma, beta)
+from teams_tf.ops import fused_elementwise as kernels
+from teams_tf.utils import upstream
 
 
 class Dropout(tf_keras.layers.Dropout):
@@ -159,7 +34,7 @@ class Dropout(tf_keras.layers.Dropout):
     context = tf.distribute.get_replica_context()
     replica = tf.cast(context.replica_id_in_sync_group if context else 0, tf.int64)
     seed = tf.cast(seed, tf.int64) + tf.stack([tf.zeros_like(replica), replica])
-    return dropout(inputs, self.rate, seed)
+    return kernels.dropout(inputs, self.rate, seed)
 
 
 class LayerNormalization(tf_keras.layers.LayerNormalization):
@@ -169,8 +44,9 @@ class LayerNormalization(tf_keras.layers.LayerNormalization):
     if (isinstance(inputs, tf.RaggedTensor) or list(self.axis) != [inputs.shape.rank - 1]
         or not (self.center and self.scale)):
       return super().call(inputs)
-    return layer_norm(tf.cast(inputs, self.compute_dtype), tf.convert_to_tensor(self.gamma),
-                      tf.convert_to_tensor(self.beta), self.epsilon)
+    return kernels.layer_norm(tf.cast(inputs, self.compute_dtype),
+                              tf.convert_to_tensor(self.gamma), tf.convert_to_tensor(self.beta),
+                              self.epsilon)
 
 
 def fuse(model):
@@ -188,10 +64,20 @@ def fuse(model):
 
   Returns:
     Dict from 'dropout', 'layer_norm' and 'gelu' to the number of layers switched.
+
+  Raises:
+    RuntimeError: the model holds no tf_keras dropout or layer-norm layer, switched or not (the
+      installed Model Garden's blocks no longer create them).
   """
+  layers = [model, *model.submodules]
+  if not any(isinstance(layer, (tf_keras.layers.Dropout, tf_keras.layers.LayerNormalization))
+             for layer in layers):
+    raise upstream.changed(
+        'the model holds no tf_keras Dropout or LayerNormalization layer for the fused kernels '
+        'to replace; set task.fuse_elementwise_ops=false to train with the plain layers')
   counts = dict(dropout=0, layer_norm=0, gelu=0)
   policy = tf_keras.mixed_precision.global_policy()
-  for layer in [model, *model.submodules]:
+  for layer in layers:
     if type(layer) is tf_keras.layers.Dropout:  # pylint: disable=unidiomatic-typecheck
       layer.__class__ = Dropout
       counts['dropout'] += 1
@@ -199,12 +85,12 @@ def fuse(model):
       layer.__class__ = LayerNormalization
       counts['layer_norm'] += 1
     if getattr(layer, 'activation', None) is activations.gelu:
-      layer.activation = gelu
+      layer.activation = kernels.gelu
       counts['gelu'] += 1
       if (isinstance(layer, tf_keras.layers.Activation) and layer.compute_dtype == 'float32'
           and policy.compute_dtype != 'float32'):
         # Model Garden runs the feed-forward GELU in a float32 layer under mixed_bfloat16 and
-        # casts around it; `gelu` computes in float32 whatever its input, so in the global
+        # casts around it; `kernels.gelu` computes in float32 whatever its input, so in the global
         # policy it returns the same bfloat16 values without the casts ([B, T, 4H], both passes).
         layer._set_dtype_policy(policy)  # pylint: disable=protected-access
   return counts

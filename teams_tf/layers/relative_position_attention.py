@@ -10,9 +10,10 @@ plugs into Model Garden's `TransformerScaffold` as its `attention_cls`.
 
 import math
 
-from official.nlp.modeling import layers
 import tensorflow as tf
 import tf_keras
+
+from official.nlp.modeling import layers
 
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')

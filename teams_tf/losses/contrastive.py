@@ -5,13 +5,13 @@ positive is its partner and whose negatives are the other 2N - 2 sequences (symm
 the score is cos(s, s')/τ. Under a distribution strategy the candidates are the global batch: every
 replica gathers the representations of all replicas, and its anchors are its own sequences.
 TACO: each token's global semantics g = h - e is contrasted with one positive from its context
-and K negatives from other sequences (pairs from `layers/token_pairs.py`).
+and K negatives from other sequences (pairs from `ops/token_pairs.py`).
 """
 
 import tensorflow as tf
 
-from teams_tf.layers import replica_random
 from teams_tf.losses import classification
+from teams_tf.ops import replica_random
 
 
 def gather_replicas(values):

@@ -18,13 +18,13 @@ import tf_keras
 from official.modeling import tf_utils
 
 from teams_tf.configs import models as model_configs
-from teams_tf.data import cropping
 from teams_tf.layers import candidate_sampler
 from teams_tf.layers import clm_head as clm_head_lib
 from teams_tf.layers import mlm_head
-from teams_tf.layers import replica_random
-from teams_tf.layers import token_sampling
 from teams_tf.networks import shared_encoders
+from teams_tf.ops import cropping
+from teams_tf.ops import replica_random
+from teams_tf.ops import token_sampling
 
 _REPLACEMENTS = ('auxiliary', 'random')
 _LM_POSITIONS = ('masked', 'all')

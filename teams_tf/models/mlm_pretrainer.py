@@ -21,8 +21,8 @@ from official.nlp.modeling import models
 
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import mlm_head
-from teams_tf.layers import replica_random
 from teams_tf.networks import shared_encoders
+from teams_tf.ops import replica_random
 
 
 def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrainerV2:

@@ -15,8 +15,8 @@ import tf_keras
 
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import self_critic_head
-from teams_tf.layers import token_sampling
 from teams_tf.models import mlm_pretrainer
+from teams_tf.ops import token_sampling
 
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')
@@ -64,7 +64,8 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
     return self.masked_lm(sequence_output, positions), sequence_output
 
   def critic_log_odds(self, inputs, training=None):
-    """Self-critic log-odds of p(t+ | x) [B, T] float32 (Eq. 4-5) and the [B, T, H] encoder output."""
+    """Self-critic log-odds of p(t+ | x) [B, T] float32 (Eq. 4-5) and the [B, T, H]
+    encoder output."""
     sequence_output = self.encoder_network(inputs, training=training)['sequence_output']
     return self.masked_lm(sequence_output), sequence_output
 

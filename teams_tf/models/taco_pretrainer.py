@@ -13,11 +13,11 @@ import tensorflow as tf
 import tf_keras
 
 from teams_tf.configs import models as model_configs
-from teams_tf.layers import token_pairs
-from teams_tf.layers import token_sampling
 from teams_tf.losses import contrastive
 from teams_tf.models import mlm_pretrainer
 from teams_tf.networks import shared_encoders
+from teams_tf.ops import token_pairs
+from teams_tf.ops import token_sampling
 
 _POSITIONS = ('all', 'masked')
 

@@ -21,12 +21,12 @@ from official.nlp.modeling import layers
 
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import candidate_sampler
-from teams_tf.layers import mws_head
 from teams_tf.layers import mlm_head
-from teams_tf.layers import replica_random
+from teams_tf.layers import mws_head
 from teams_tf.layers import rtd_head as rtd_head_lib
-from teams_tf.layers import token_sampling
 from teams_tf.networks import shared_encoders
+from teams_tf.ops import replica_random
+from teams_tf.ops import token_sampling
 
 
 @tf_keras.utils.register_keras_serializable(package='teams_tf')
@@ -193,10 +193,16 @@ class TeamsPretrainer(tf_keras.Model):
         'config; use build_teams_pretrainer(TeamsConfig) and restore a checkpoint.')
 
 
+def validate_config(config: model_configs.TeamsConfig):
+  """Checks a TeamsConfig without building anything; raises ValueError naming the field."""
+  resolve_layout(config)
+
+
 def resolve_layout(config: model_configs.TeamsConfig):
   """Checks a TeamsConfig and resolves its defaults, without building anything.
 
-  Tasks call this when they are created, so a bad value fails before any model is built.
+  Tasks check configs through `validate_config` when they are created, so a bad value fails before
+  any model is built.
 
   Args:
     config: a TeamsConfig.

@@ -21,6 +21,7 @@ from official.nlp.modeling import networks
 
 from teams_tf.configs import encoders as encoder_configs
 from teams_tf.layers import relative_position_attention
+from teams_tf.utils import upstream
 
 
 def transformer_block_kwargs(encoder_config):
@@ -189,6 +190,10 @@ def embedding_projection(hidden_size, kernel_initializer):
       kernel_initializer=kernel_initializer, name='embedding_projection')
 
 
+# BertEncoderV2's projection equation, which `use_rank3_embedding_projection` replaces.
+_MODEL_GARDEN_PROJECTION = '...x,xy->...y'
+
+
 def use_rank3_embedding_projection(encoder):
   """Gives a Model Garden `BertEncoderV2` the fast `embedding_projection`, before it is built.
 
@@ -200,9 +205,17 @@ def use_rank3_embedding_projection(encoder):
     checkpoint names but differentiates without the [B, T, E, H] broadcast.
   """
   # pylint: disable=protected-access
+  if not hasattr(encoder, '_embedding_projection'):
+    raise upstream.changed('BertEncoderV2 has no _embedding_projection to make rank-3')
   projection = encoder._embedding_projection
   if projection is None:
     return encoder
+  if (not isinstance(projection, tf_keras.layers.EinsumDense)
+      or projection.equation != _MODEL_GARDEN_PROJECTION):
+    raise upstream.changed(
+        f"BertEncoderV2's embedding projection is a {type(projection).__name__} "
+        f"({getattr(projection, 'equation', 'no equation')}), not the "
+        f"EinsumDense('{_MODEL_GARDEN_PROJECTION}') that use_rank3_embedding_projection replaces")
   if projection.built:
     raise ValueError('use_rank3_embedding_projection needs an encoder that was never called '
                      '(its projection variables would be replaced).')

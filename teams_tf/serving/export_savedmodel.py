@@ -31,16 +31,14 @@ from official.nlp.tasks import sentence_prediction
 from official.nlp.tools import export_tfhub_lib
 
 from teams_tf.configs import models as model_configs
-from teams_tf.data import tokenization
-from teams_tf.layers import replica_random
 from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import script_pretrainer
 from teams_tf.serving import export_modules
 from teams_tf.serving import fill_mask
+from teams_tf.serving import loaders
 from teams_tf.serving import pll_scoring
-from teams_tf.serving import training_runs
+from teams_tf.training import run_settings
 
-KINDS = ('encoder', 'classifier', 'squad', 'fill_mask', 'pll')
 # Signature names: raw text in the default signature, Model Garden's token-id signature beside it.
 TEXT_SIGNATURE = 'serving_default'
 TOKEN_IDS_SIGNATURE = 'serve_token_ids'
@@ -61,39 +59,6 @@ class ExportedModel:
   usage: str
 
 
-def _check_fits_encoder(encoder_config, vocab_file, seq_length):
-  """Validates the vocabulary and T against the encoder; returns the loaded `Vocabulary`."""
-  bert_config = encoder_config.get()
-  vocab = tokenization.load_vocabulary(vocab_file)
-  if vocab.size != bert_config.vocab_size:
-    raise ValueError(f'Vocabulary {vocab.path} has {vocab.size} tokens but the encoder has '
-                     f'vocab_size={bert_config.vocab_size}; pass the --vocab_file the encoder was '
-                     'pretrained with.')
-  if seq_length > bert_config.max_position_embeddings:
-    raise ValueError(f'seq_length={seq_length} exceeds the encoder\'s max_position_embeddings='
-                     f'{bert_config.max_position_embeddings}; pass a smaller --seq_length.')
-  return vocab
-
-
-def _restore(checkpoint_path, what, **items):
-  """Reads `items` (checkpoint root name -> object) and requires every object to be found."""
-  try:
-    tf.train.Checkpoint(**items).read(checkpoint_path).expect_partial(
-    ).assert_existing_objects_matched()
-  except (AssertionError, ValueError) as e:
-    raise ValueError(f'Checkpoint {checkpoint_path} does not hold {what} described by params.yaml '
-                     f'(wrong --kind or --model_dir?): {" ".join(str(e).split())[:1000]}') from e
-
-
-def _restored_encoder(encoder_config, checkpoint_path):
-  """Builds the Model Garden encoder of `encoder_config` and restores checkpoint item `encoder`."""
-  encoder = encoders.build_encoder(encoder_config)
-  dummy = tf.ones([1, 1], tf.int32)
-  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
-  _restore(checkpoint_path, 'an encoder', encoder=encoder)
-  return encoder
-
-
 def export_encoder(export_dir: str, *, encoder_config: encoders.EncoderConfig,
                    checkpoint_path: str, vocab_file: str, lower_case: bool,
                    seq_length: int) -> List[ExportedModel]:
@@ -110,8 +75,8 @@ def export_encoder(export_dir: str, *, encoder_config: encoders.EncoderConfig,
   Returns:
     The two `ExportedModel`s, encoder first.
   """
-  vocab = _check_fits_encoder(encoder_config, vocab_file, seq_length)
-  encoder = _restored_encoder(encoder_config, checkpoint_path)
+  vocab = loaders.check_fits_encoder(encoder_config, vocab_file, seq_length)
+  encoder = loaders.restored_encoder(encoder_config, checkpoint_path)
   encoder_dir = os.path.join(export_dir, 'encoder')
   preprocessing_dir = os.path.join(export_dir, 'preprocessing')
   with tempfile.TemporaryDirectory() as tmp:
@@ -155,14 +120,14 @@ def export_classifier(export_dir: str, *, model_config: sentence_prediction.Mode
   Returns:
     A one-element list with the `ExportedModel`.
   """
-  _check_fits_encoder(model_config.encoder, vocab_file, seq_length)
+  loaders.check_fits_encoder(model_config.encoder, vocab_file, seq_length)
   task = sentence_prediction.SentencePredictionTask(
       sentence_prediction.SentencePredictionConfig(model=model_config))
   model = task.build_model()
   module = export_modules.TextClassifier(
       model, num_classes=model_config.num_classes, text_fields=text_fields,
       vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length)
-  _restore(checkpoint_path, 'a sentence-prediction model', model=model)
+  loaders.restore(checkpoint_path, 'a sentence-prediction model', model=model)
   export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
   outputs = ('score [B] float32' if model_config.num_classes == 1 else
              'label [B] int32, probabilities [B, C], logits [B, C] float32')
@@ -191,7 +156,7 @@ def export_squad(export_dir: str, *, model_config: question_answering.ModelConfi
   Returns:
     A one-element list with the `ExportedModel`.
   """
-  _check_fits_encoder(model_config.encoder, vocab_file, seq_length)
+  loaders.check_fits_encoder(model_config.encoder, vocab_file, seq_length)
   # validation_data=None: the task would otherwise preprocess SQuAD eval files at construction.
   task = question_answering.QuestionAnsweringTask(question_answering.QuestionAnsweringConfig(
       model=model_config, validation_data=None))
@@ -201,7 +166,7 @@ def export_squad(export_dir: str, *, model_config: question_answering.ModelConfi
       max_query_length=max_query_length, max_answer_length=max_answer_length,
       version_2_with_negative=version_2_with_negative,
       null_score_diff_threshold=null_score_diff_threshold)
-  _restore(checkpoint_path, 'a question-answering model', model=model)
+  loaders.restore(checkpoint_path, 'a question-answering model', model=model)
   export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
   return [ExportedModel(
       export_dir, checkpoint_path,
@@ -213,29 +178,6 @@ def export_squad(export_dir: str, *, model_config: question_answering.ModelConfi
       'the window are truncated')]
 
 
-def restored_pretrainer(build, model_config, checkpoint_path, vocab_file, seq_length):
-  """A whole pretrainer built by `build(model_config)`, restored from checkpoint root `model`.
-
-  Raises:
-    ValueError: a vocabulary or T that does not fit the encoder, or a checkpoint that does not
-      hold this pretrainer.
-  """
-  _check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
-                      vocab_file, seq_length)
-  pretrainer = build(model_config)
-  ones = tf.ones([1, 4], tf.int32)
-  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
-                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
-                  masked_lm_weights=tf.ones([1, 1])))  # Creates every variable.
-  # Serving never samples, so the sampling stream is not read (checkpoints written before it
-  # existed load too); every weight must still be found.
-  weights = {name: child
-             for name, child in tf.train.TrackableView(pretrainer).children(pretrainer).items()
-             if not isinstance(child, replica_random.SeedStream)}
-  _restore(checkpoint_path, f'a {type(pretrainer).__name__}', model=tf.train.Checkpoint(**weights))
-  return pretrainer
-
-
 def export_pll(export_dir: str, *, model_config: model_configs.ScriptConfig,
                checkpoint_path: str, vocab_file: str, lower_case: bool,
                seq_length: int) -> List[ExportedModel]:
@@ -243,8 +185,8 @@ def export_pll(export_dir: str, *, model_config: model_configs.ScriptConfig,
 
   Arguments as for `export_fill_mask`, for a SCRIPT pretraining run.
   """
-  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
-                                   checkpoint_path, vocab_file, seq_length)
+  pretrainer = loaders.restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
+                                           checkpoint_path, vocab_file, seq_length)
   module = pll_scoring.PllScorer(pretrainer, pll_scoring.PllScorerParams(
       vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length))
   export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
@@ -272,8 +214,8 @@ def export_fill_mask(export_dir: str, *, model_config: model_configs.CocoLmConfi
   Returns:
     A one-element list with the `ExportedModel`.
   """
-  pretrainer = restored_pretrainer(coco_lm_pretrainer.build_coco_lm_pretrainer, model_config,
-                                   checkpoint_path, vocab_file, seq_length)
+  pretrainer = loaders.restored_pretrainer(coco_lm_pretrainer.build_coco_lm_pretrainer,
+                                           model_config, checkpoint_path, vocab_file, seq_length)
   module = fill_mask.FillMask(pretrainer, fill_mask.FillMaskParams(
       vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length, top_k=top_k))
   export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
@@ -285,59 +227,62 @@ def export_fill_mask(export_dir: str, *, model_config: model_configs.CocoLmConfi
       'masked_lm_positions: int32) -> log_probs [B, P, V] (COCO-LM Eq. 2 p_LM)')]
 
 
-def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = None,
-                               vocab_file: Optional[str] = None,
-                               lower_case: Optional[bool] = None):
-  """Builds the kept encoder of a pretraining run and restores its weights.
+@dataclasses.dataclass(frozen=True)
+class _Run:
+  """A training run being exported: its params.yaml values and the caller's explicit settings."""
+  settings: run_settings.RunSettings
+  model_values: dict
+  params_path: str
+  checkpoint_path: str
+  given: dict
 
-  Args:
-    model_dir: the pretraining model_dir (params.yaml and checkpoints).
-    checkpoint_path: a checkpoint; default the latest one in `model_dir`.
-    vocab_file: default `task.train_data.vocab_file`.
-    lower_case: default `task.train_data.lower_case`.
+  def get(self, name, *keys, **default):
+    """The caller's `name` if given, else the first of `keys` in params.yaml (`RunSettings.get`)."""
+    return self.settings.get(name, self.given.get(name), *keys, **default)
 
-  Returns:
-    (encoder, encoder_config, vocab, lower_case): a restored Model Garden encoder, its
-    `EncoderConfig`, the loaded `Vocabulary` and the casing.
-
-  Raises:
-    ValueError: a missing file or setting, or a checkpoint that does not match.
-  """
-  settings = training_runs.RunSettings(model_dir)
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
-  if not checkpoint_path:
-    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
-  params_path = os.path.join(model_dir, 'params.yaml')
-  encoder_config = training_runs.kept_encoder_config(
-      settings.params.get('task', {}).get('model') or {}, params_path, checkpoint_path)
-  vocab = _check_fits_encoder(
-      encoder_config, settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'), 1)
-  encoder = _restored_encoder(encoder_config, checkpoint_path)
-  lower_case = settings.get('lower_case', lower_case, 'task.train_data.lower_case')
-  return encoder, encoder_config, vocab, lower_case
+  def model_config(self, config):
+    return run_settings.parse_model_config(config, self.model_values, self.params_path)
 
 
-def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
-                    seq_length: Optional[int] = None) -> pll_scoring.PllScorer:
-  """The `PllScorer` of a SCRIPT pretraining run (settings from its params.yaml).
+def _encoder_arguments(run):
+  return dict(encoder_config=run_settings.kept_encoder_config(
+      run.model_values, run.params_path, run.checkpoint_path))
 
-  Raises:
-    ValueError: not a SCRIPT run, no checkpoint, or a checkpoint that does not match.
-  """
-  settings = training_runs.RunSettings(model_dir)
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
-  if not checkpoint_path:
-    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
-  model_config = training_runs.parse_model_config(
-      model_configs.ScriptConfig(), settings.params.get('task', {}).get('model') or {},
-      os.path.join(model_dir, 'params.yaml'))
-  params = pll_scoring.PllScorerParams(
-      vocab_file=settings.get('vocab_file', None, 'task.train_data.vocab_file'),
-      lower_case=settings.get('lower_case', None, 'task.train_data.lower_case'),
-      seq_length=settings.get('seq_length', seq_length, 'task.train_data.seq_length'))
-  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
-                                   checkpoint_path, params.vocab_file, params.seq_length)
-  return pll_scoring.PllScorer(pretrainer, params)
+
+def _classifier_arguments(run):
+  return dict(model_config=run.model_config(sentence_prediction.ModelConfig()),
+              text_fields=run.get('text_fields', 'task.train_data.text_fields'))
+
+
+def _squad_arguments(run):
+  return dict(
+      model_config=run.model_config(question_answering.ModelConfig()),
+      max_query_length=run.get('max_query_length', 'task.validation_data.query_length',
+                               'task.train_data.query_length'),
+      max_answer_length=run.get('max_answer_length', 'task.max_answer_length'),
+      version_2_with_negative=run.get('version_2_with_negative',
+                                      'task.train_data.version_2_with_negative', default=False),
+      null_score_diff_threshold=run.get('null_score_diff_threshold',
+                                        'task.null_score_diff_threshold', default=0.0))
+
+
+def _fill_mask_arguments(run):
+  return dict(model_config=run.model_config(model_configs.CocoLmConfig()))
+
+
+def _pll_arguments(run):
+  return dict(model_config=run.model_config(model_configs.ScriptConfig()))
+
+
+# kind -> (exporter, its kind-specific arguments read from the run).
+_EXPORTERS = {
+    'encoder': (export_encoder, _encoder_arguments),
+    'classifier': (export_classifier, _classifier_arguments),
+    'squad': (export_squad, _squad_arguments),
+    'fill_mask': (export_fill_mask, _fill_mask_arguments),
+    'pll': (export_pll, _pll_arguments),
+}
+KINDS = tuple(_EXPORTERS)
 
 
 def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
@@ -368,52 +313,23 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
   Raises:
     ValueError: an unknown kind, a missing file or setting, or a checkpoint that does not match.
   """
-  if kind not in KINDS:
+  if kind not in _EXPORTERS:
     raise ValueError(f'Unknown kind {kind!r}; valid kinds are {", ".join(KINDS)}.')
-  settings = training_runs.RunSettings(model_dir)
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
-  if not checkpoint_path:
-    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
+  settings = run_settings.RunSettings(model_dir)
+  checkpoint_path = loaders.resolve_checkpoint(model_dir, checkpoint_path)
+  params_path = os.path.join(model_dir, 'params.yaml')
+  run = _Run(settings, settings.params.get('task', {}).get('model'), params_path,
+             checkpoint_path, given=dict(
+                 vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length,
+                 text_fields=text_fields, max_query_length=max_query_length,
+                 max_answer_length=max_answer_length))
   common = dict(
       checkpoint_path=checkpoint_path,
-      vocab_file=settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'),
-      lower_case=settings.get('lower_case', lower_case, 'task.train_data.lower_case',
-                              'task.train_data.do_lower_case'),
-      seq_length=settings.get('seq_length', seq_length, 'task.train_data.seq_length'))
-  params_path = os.path.join(model_dir, 'params.yaml')
-  model_values = settings.params.get('task', {}).get('model')
-  if not model_values:
+      vocab_file=run.get('vocab_file', 'task.train_data.vocab_file'),
+      lower_case=run.get('lower_case', 'task.train_data.lower_case',
+                         'task.train_data.do_lower_case'),
+      seq_length=run.get('seq_length', 'task.train_data.seq_length'))
+  if not run.model_values:
     raise ValueError(f'{params_path} has no task.model; --model_dir must be a training model_dir.')
-  if kind == 'encoder':
-    return export_encoder(
-        export_dir, encoder_config=training_runs.kept_encoder_config(
-            model_values, params_path, checkpoint_path),
-        **common)
-  if kind == 'pll':
-    return export_pll(
-        export_dir, model_config=training_runs.parse_model_config(
-            model_configs.ScriptConfig(), model_values, params_path), **common)
-  if kind == 'fill_mask':
-    return export_fill_mask(
-        export_dir, model_config=training_runs.parse_model_config(
-            model_configs.CocoLmConfig(), model_values, params_path), **common)
-  if kind == 'classifier':
-    return export_classifier(
-        export_dir, model_config=training_runs.parse_model_config(
-            sentence_prediction.ModelConfig(), model_values, params_path),
-        text_fields=settings.get('text_fields', text_fields, 'task.train_data.text_fields'),
-        **common)
-  return export_squad(
-      export_dir, model_config=training_runs.parse_model_config(
-          question_answering.ModelConfig(), model_values, params_path),
-      max_query_length=settings.get('max_query_length', max_query_length,
-                                    'task.validation_data.query_length',
-                                    'task.train_data.query_length'),
-      max_answer_length=settings.get('max_answer_length', max_answer_length,
-                                     'task.max_answer_length'),
-      version_2_with_negative=settings.get('version_2_with_negative', None,
-                                           'task.train_data.version_2_with_negative',
-                                           default=False),
-      null_score_diff_threshold=settings.get('null_score_diff_threshold', None,
-                                             'task.null_score_diff_threshold', default=0.0),
-      **common)
+  exporter, kind_arguments = _EXPORTERS[kind]
+  return exporter(export_dir, **common, **kind_arguments(run))

@@ -30,19 +30,17 @@ class CocoLmPretrainTask(pretrain_base.PretrainTask):
   of Eq. (2) (weight `lm_loss_weight`); `scl_loss`, L_SCL of Eq. (3) (weight `scl_loss_weight`).
   """
 
-  def __init__(self, params, logging_dir=None, name=None):
-    super().__init__(params, logging_dir=logging_dir, name=name)
-    coco_lm_pretrainer.validate_config(params.model)
+  def validate_model_config(self, config):
+    coco_lm_pretrainer.validate_config(config)
 
   def build_pretrainer(self):
     return coco_lm_pretrainer.build_coco_lm_pretrainer(self.task_config.model)
 
-  def loss_weights(self):
+  def term_weights(self):
     config = self.task_config.model
-    weights = {'mlm_loss': float(config.replacement == 'auxiliary'),
-               'copy_loss': config.copy_loss_weight, 'lm_loss': config.lm_loss_weight,
-               'scl_loss': config.scl_loss_weight}
-    return {name: weight for name, weight in weights.items() if weight}
+    return {'mlm_loss': float(config.replacement == 'auxiliary'),
+            'copy_loss': config.copy_loss_weight, 'lm_loss': config.lm_loss_weight,
+            'scl_loss': config.scl_loss_weight}
 
   def loss_terms(self, labels, model_outputs):
     config = self.task_config.model

@@ -15,10 +15,9 @@ TensorFlow's assertion over object ids (or, for shapes, deep inside the restore)
 from typing import Dict, List, Tuple
 
 import tensorflow as tf
-
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from teams_tf.layers import replica_random
+from teams_tf.ops import replica_random
 
 MODULES = ('encoder', 'encoder,generator', 'all')
 
@@ -102,8 +101,8 @@ def restore(model, checkpoint: str, modules: str) -> str:
     The checkpoint prefix restored from.
 
   Raises:
-    InitCheckpointError: no checkpoint at `checkpoint`, an unknown `modules`, or variables missing from the
-      checkpoint or of other shapes (the first few named, with the count).
+    InitCheckpointError: no checkpoint at `checkpoint`, an unknown `modules`, or variables missing
+      from the checkpoint or of other shapes (the first few named, with the count).
   """
   prefix = (tf.train.latest_checkpoint(checkpoint) if tf.io.gfile.isdir(checkpoint)
             else checkpoint)

@@ -32,7 +32,7 @@ class MlmPretrainTask(pretrain_base.PretrainTask):
   def build_pretrainer(self):
     return mlm_pretrainer.build_mlm_pretrainer(self.task_config.model)
 
-  def loss_weights(self):
+  def term_weights(self):
     return {'mlm_loss': 1.0}
 
   def loss_terms(self, labels, model_outputs):

@@ -64,6 +64,15 @@ class PretrainTask(base_task.Task):
     if params.init_checkpoint_modules not in init_checkpoint.MODULES:
       raise ValueError(f'task.init_checkpoint_modules={params.init_checkpoint_modules!r} is not '
                        f'one of {init_checkpoint.MODULES}.')
+    self.validate_model_config(params.model)
+
+  def validate_model_config(self, config):
+    """Raises ValueError naming the field when this objective cannot build `config`.
+
+    Called when the task is created, so a bad value fails before any model is built; each
+    objective's check is its pretrainer module's `validate_config`.
+    """
+    del config  # The MLM (BERT) pretrainer takes every encoder config.
 
   def _check_data_fits_encoder(self):
     """Fails early, naming the fields, when data, encoder and replicas disagree on sizes."""
@@ -128,9 +137,13 @@ class PretrainTask(base_task.Task):
     """Masked pretraining batches; see `pretrain_dataloader.PretrainDataLoader` for the spec."""
     return pretrain_dataloader.PretrainDataLoader(params).load(input_context)
 
-  def loss_weights(self):
-    """Dict from loss-term name to its weight in the total loss."""
+  def term_weights(self):
+    """Dict from every loss-term name of the objective to its configured weight."""
     raise NotImplementedError
+
+  def loss_weights(self):
+    """`term_weights` without the zero-weight terms, which are neither computed nor reported."""
+    return {name: weight for name, weight in self.term_weights().items() if weight}
 
   def loss_terms(self, labels, model_outputs):
     """Dict from loss-term name (the keys of `loss_weights`) to a float32 scalar."""

@@ -28,16 +28,14 @@ class ScriptPretrainTask(pretrain_base.PretrainTask):
   `disc_loss` (Eq. 6, all non-padding tokens, weight α).
   """
 
-  def __init__(self, params, logging_dir=None, name=None):
-    super().__init__(params, logging_dir=logging_dir, name=name)
-    script_pretrainer.validate_config(params.model)
+  def validate_model_config(self, config):
+    script_pretrainer.validate_config(config)
 
   def build_pretrainer(self):
     return script_pretrainer.build_script_pretrainer(self.task_config.model)
 
-  def loss_weights(self):
-    weights = {'mlm_loss': 1.0, 'disc_loss': self.task_config.model.discriminator_loss_weight}
-    return {name: weight for name, weight in weights.items() if weight}
+  def term_weights(self):
+    return {'mlm_loss': 1.0, 'disc_loss': self.task_config.model.discriminator_loss_weight}
 
   def loss_terms(self, labels, model_outputs):
     terms = dict(mlm_loss=classification.masked_lm_loss(

@@ -27,16 +27,14 @@ class TacoPretrainTask(pretrain_base.PretrainTask):
   Loss terms (float32 scalars): `mlm_loss` (weight 1) and `tc_loss` (weight `tc_loss_weight`).
   """
 
-  def __init__(self, params, logging_dir=None, name=None):
-    super().__init__(params, logging_dir=logging_dir, name=name)
-    taco_pretrainer.validate_config(params.model)
+  def validate_model_config(self, config):
+    taco_pretrainer.validate_config(config)
 
   def build_pretrainer(self):
     return taco_pretrainer.build_taco_pretrainer(self.task_config.model)
 
-  def loss_weights(self):
-    weights = {'mlm_loss': 1.0, 'tc_loss': self.task_config.model.tc_loss_weight}
-    return {name: weight for name, weight in weights.items() if weight}
+  def term_weights(self):
+    return {'mlm_loss': 1.0, 'tc_loss': self.task_config.model.tc_loss_weight}
 
   def loss_terms(self, labels, model_outputs):
     del labels  # The model outputs carry the targets of both terms.

@@ -8,12 +8,12 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.layers import token_sampling
 from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
-from teams_tf.tasks import pretrain_base
+from teams_tf.ops import token_sampling
 from teams_tf.tasks import mws_baseline
+from teams_tf.tasks import pretrain_base
 from teams_tf.tasks import rtd_baseline
 
 
@@ -54,19 +54,17 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
   computed, logged or built.
   """
 
-  def __init__(self, params, logging_dir=None, name=None):
-    super().__init__(params, logging_dir=logging_dir, name=name)
-    teams_pretrainer.resolve_layout(params.model)
+  def validate_model_config(self, config):
+    teams_pretrainer.validate_config(config)
 
   def build_pretrainer(self):
     return teams_pretrainer.build_teams_pretrainer(self.task_config.model)
 
-  def loss_weights(self):
-    """Eq. (9): 1 for the generator's MLM, λ1 for RTD, λ2 for MWS (non-zero ones only)."""
+  def term_weights(self):
+    """Eq. (9): 1 for the generator's MLM, λ1 for RTD, λ2 for MWS."""
     config = self.task_config.model
-    weights = {'mlm_loss': 1.0, 'rtd_loss': config.rtd_loss_weight,
-               'mws_loss': config.mws_loss_weight}
-    return {name: weight for name, weight in weights.items() if weight}
+    return {'mlm_loss': 1.0, 'rtd_loss': config.rtd_loss_weight,
+            'mws_loss': config.mws_loss_weight}
 
   def loss_terms(self, labels, model_outputs):
     return loss_terms(labels, model_outputs)

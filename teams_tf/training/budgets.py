@@ -32,7 +32,6 @@ from teams_tf.training import experiment_flops
 from teams_tf.training import schedules
 
 
-
 class WallClockBudgetReached(Exception):
   """The run spent `trainer.max_train_minutes` in training loops; the message says at which step."""
 

@@ -17,7 +17,7 @@ from absl import logging
 from google.protobuf import text_format
 import tensorflow as tf
 
-from teams_tf.data import atomic_files
+from teams_tf.utils import atomic_files
 
 CORRUPTED_DIR = 'corrupted_checkpoints'
 _GLOBAL_STEP_KEY = 'global_step/.ATTRIBUTES/VARIABLE_VALUE'

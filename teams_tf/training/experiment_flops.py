@@ -13,7 +13,6 @@ from teams_tf.models import teams_pretrainer
 from teams_tf.networks import shared_encoders
 from teams_tf.training import flops
 
-
 _PRETRAINING_CONFIGS = (model_configs.TeamsConfig, model_configs.MlmConfig,
                         model_configs.ScriptConfig, model_configs.TacoConfig,
                         model_configs.CocoLmConfig)

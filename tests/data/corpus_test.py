@@ -1,4 +1,5 @@
-"""Tests for teams_tf.data.corpus: document modes, bad-input handling, TFDS input, sentence splitting."""
+"""Tests for teams_tf.data.corpus: document modes, bad-input handling, TFDS input, sentence
+splitting."""
 
 import os
 
@@ -42,8 +43,9 @@ class ReadFileDocumentsTest(tf.test.TestCase, parameterized.TestCase):
                      [('Title A', 'Para one.'), ('Title B', 'Para two.')])
     self.assertEqual([d.line_numbers for d in documents], [(1, 2), (4, 5)])
     self.assertEqual(documents[1].location(1), f'{path}, line 5')
-    self.assertEqual((stats.files, stats.documents, stats.paragraphs, stats.blank_lines, stats.lines),
-                     (1, 2, 4, 1, 5))
+    self.assertEqual(
+        (stats.files, stats.documents, stats.paragraphs, stats.blank_lines, stats.lines),
+        (1, 2, 4, 1, 5))
 
   def test_file_mode_gives_one_document_per_file(self):
     path = _write(self.get_temp_dir(), 'a.txt', 'Title A\nPara one.\n\n\nTitle B\n')
@@ -96,7 +98,8 @@ class ReadFileDocumentsTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(
       ('nul_byte', b'Text.\nMore\x00text.\n', 'line 2: NUL byte'),
-      ('mostly_invalid_utf8', b'ok\n\xff\xfe\n\x80abc\n', 'line 2: 2 of 3 non-blank lines are not valid'))
+      ('mostly_invalid_utf8', b'ok\n\xff\xfe\n\x80abc\n',
+       'line 2: 2 of 3 non-blank lines are not valid'))
   def test_binary_file_is_skipped_with_file_and_line(self, content, expected):
     path = _write(self.get_temp_dir(), 'blob.bin', content)
     documents, stats = _read(path)
@@ -112,7 +115,8 @@ class ReadFileDocumentsTest(tf.test.TestCase, parameterized.TestCase):
     documents, stats = _read(path)
     # The form-feed-only line becomes whitespace, so it separates documents like a blank line.
     self.assertEqual([d.paragraphs for d in documents], [('A B C D E\tF.',), ('Next.',)])
-    self.assertEqual((stats.control_char_lines, stats.control_chars, stats.whitespace_lines), (2, 5, 1))
+    self.assertEqual((stats.control_char_lines, stats.control_chars, stats.whitespace_lines),
+                     (2, 5, 1))
     self.assertIn(f'{path}, line 1: 4 control character(s)', stats.messages[0])
 
   def test_unknown_document_mode(self):
@@ -134,7 +138,8 @@ class CorpusStatsTest(tf.test.TestCase):
     a = corpus.CorpusStats(files=1, documents=2, messages=['a'])
     b = corpus.CorpusStats(files=3, empty_files_skipped=1, messages=['b'])
     a.merge(b)
-    self.assertEqual((a.files, a.documents, a.empty_files_skipped, a.messages), (4, 2, 1, ['a', 'b']))
+    self.assertEqual((a.files, a.documents, a.empty_files_skipped, a.messages),
+                     (4, 2, 1, ['a', 'b']))
     self.assertEqual(a.skipped()['empty files'], 1)
 
 
@@ -148,7 +153,8 @@ class CorpusSourceTest(tf.test.TestCase):
     self.assertEqual([os.path.basename(p) for p in source.files()], ['c.md', 'a.txt', 'b.txt'])
 
   def test_needs_exactly_one_input(self):
-    for source in (corpus.CorpusSource(), corpus.CorpusSource(input_patterns='x', tfds_name='lm1b')):
+    for source in (corpus.CorpusSource(),
+                   corpus.CorpusSource(input_patterns='x', tfds_name='lm1b')):
       with self.assertRaisesRegex(ValueError, 'set exactly one of the input files'):
         source.validate()
 
@@ -166,11 +172,13 @@ class CorpusSourceTest(tf.test.TestCase):
     self.assertEqual([d.paragraphs for d in documents],
                      [('First doc.', 'Second line.'), ('Bad bell.',)])
     self.assertEqual(documents[1].location(0), 'tfds:lm1b/train example 2, line 1')
-    self.assertEqual((stats.documents, stats.empty_documents_skipped, stats.control_chars), (2, 1, 1))
+    self.assertEqual((stats.documents, stats.empty_documents_skipped, stats.control_chars),
+                     (2, 1, 1))
 
   def test_tfds_missing_text_key(self):
     source = corpus.CorpusSource(tfds_name='lm1b', tfds_text_key='body')
-    with _mock_tfds(['x']), self.assertRaisesRegex(ValueError, r"no string feature 'body'.*\['text'\]"):
+    with _mock_tfds(['x']), self.assertRaisesRegex(
+        ValueError, r"no string feature 'body'.*\['text'\]"):
       list(source.read_documents(corpus.CorpusStats()))
 
 
@@ -182,7 +190,8 @@ class SplitSentencesTest(tf.test.TestCase, parameterized.TestCase):
        ['Mr. Smith met Dr. Jones, e.g. Paris.', 'Then St. Louis.']),
       ('initials_and_acronyms', 'J. R. R. Tolkien left the U.S. In 1990 he wrote.',
        ['J. R. R. Tolkien left the U.S. In 1990 he wrote.']),
-      ('lowercase_next', 'Values, i.e. the sum. it goes on.', ['Values, i.e. the sum. it goes on.']),
+      ('lowercase_next', 'Values, i.e. the sum. it goes on.',
+       ['Values, i.e. the sum. it goes on.']),
       ('quotes_and_digits', 'He said "Stop." "Now?" 3 men ran. (Later.) Done.',
        ['He said "Stop."', '"Now?"', '3 men ran.', '(Later.)', 'Done.']),
       ('decimal_number', 'It is 3.5 m long. Wide.', ['It is 3.5 m long.', 'Wide.']),

@@ -32,7 +32,8 @@ class ResolvePathTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(embedded.resolve_path(path), path)
 
   def test_unknown_sample_name_lists_choices(self):
-    with self.assertRaisesRegex(ValueError, r"'sample:test'.*sample:train, sample:valid, sample:vocab"):
+    with self.assertRaisesRegex(ValueError,
+                                r"'sample:test'.*sample:train, sample:valid, sample:vocab"):
       embedded.resolve_path('sample:test')
 
 

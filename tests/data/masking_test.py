@@ -12,7 +12,8 @@ _SPECIAL_IDS = (_PAD, _UNK, _CLS, _SEP, _MASK)
 
 
 def _sequence(num_tokens, seq_length, unk_every=0):
-  """[CLS] + num_tokens ordinary ids (every unk_every-th one [UNK]) + [SEP], padded to seq_length."""
+  """[CLS] + num_tokens ordinary ids (every unk_every-th one [UNK]) + [SEP], padded
+  to seq_length."""
   rng = np.random.default_rng(num_tokens)
   tokens = rng.integers(len(_SPECIAL_IDS), _VOCAB_SIZE, size=num_tokens)
   if unk_every:
@@ -22,10 +23,12 @@ def _sequence(num_tokens, seq_length, unk_every=0):
 
 
 def _mask_many(token_ids, num_seeds, first_seed=0, **kwargs):
-  """Masks `token_ids` once per seed (first_seed, i), i < num_seeds; returns a dict of NumPy arrays."""
+  """Masks `token_ids` once per seed (first_seed, i), i < num_seeds; returns a dict of NumPy
+  arrays."""
   kwargs = dict(max_predictions_per_seq=20, special_ids=_SPECIAL_IDS, mask_id=_MASK,
                 vocab_size=_VOCAB_SIZE) | kwargs
-  seeds = tf.data.Dataset.range(num_seeds).map(lambda i: tf.stack([tf.constant(first_seed, tf.int64), i]))
+  seeds = tf.data.Dataset.range(num_seeds).map(
+      lambda i: tf.stack([tf.constant(first_seed, tf.int64), i]))
   dataset = seeds.map(lambda seed: masking.mask_tokens(token_ids, seed, **kwargs)).batch(num_seeds)
   return {key: value.numpy() for key, value in next(iter(dataset)).items()}
 
@@ -33,8 +36,9 @@ def _mask_many(token_ids, num_seeds, first_seed=0, **kwargs):
 class MaskTokensTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_output_shapes_and_dtypes(self):
-    out = masking.mask_tokens(_sequence(30, 40), tf.constant([1, 2], tf.int32), max_predictions_per_seq=6,
-                              special_ids=_SPECIAL_IDS, mask_id=_MASK, vocab_size=_VOCAB_SIZE)
+    out = masking.mask_tokens(_sequence(30, 40), tf.constant([1, 2], tf.int32),
+                              max_predictions_per_seq=6, special_ids=_SPECIAL_IDS, mask_id=_MASK,
+                              vocab_size=_VOCAB_SIZE)
     expected = {'input_word_ids': ([40], tf.int32), 'masked_lm_positions': ([6], tf.int32),
                 'masked_lm_ids': ([6], tf.int32), 'masked_lm_weights': ([6], tf.float32)}
     self.assertEqual({k: (v.shape.as_list(), v.dtype) for k, v in out.items()}, expected)
@@ -145,7 +149,8 @@ class MaskTokensTest(tf.test.TestCase, parameterized.TestCase):
       ('no_slots', dict(max_predictions_per_seq=0), 'max_predictions_per_seq=0'),
       ('zero_mask_rate', dict(mask_rate=0.0), r'mask_rate=0.0 must be in \(0, 1\]'),
       ('mask_rate_above_one', dict(mask_rate=1.5), 'mask_rate=1.5'),
-      ('negative_rate', dict(random_token_rate=-0.1), r'random_token_rate=-0.1 must be in \[0, 1\]'),
+      ('negative_rate', dict(random_token_rate=-0.1),
+       r'random_token_rate=-0.1 must be in \[0, 1\]'),
       ('rates_sum_above_one', dict(mask_token_rate=0.9, random_token_rate=0.2), 'must be <= 1'),
       ('mask_id_not_special', dict(mask_id=7), 'mask_id=7 must be one of special_ids'),
       ('id_outside_vocab', dict(vocab_size=3), r'outside \[0, vocab_size=3\)'),

@@ -1,4 +1,5 @@
-"""Tests for teams_tf.data.pretrain_dataloader: the raw-text format on the sample and on tiny files."""
+"""Tests for teams_tf.data.pretrain_dataloader: the raw-text format on the sample and on tiny
+files."""
 
 import os
 import re
@@ -6,14 +7,15 @@ import re
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
+
 from official.nlp.data import data_loader_factory
 
 from teams_tf.data import pretrain_dataloader
 from tests import testing_utils
 
 # A vocabulary whose ids the tests spell out by hand.
-_TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', 'on', 'mat', '.', 'dog',
-           '##s', 'ran']
+_TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', 'on', 'mat', '.',
+           'dog', '##s', 'ran']
 _ID = {token: i for i, token in enumerate(_TOKENS)}
 _SPECIAL_IDS = [0, 1, 2, 3, 4]
 _TEXT = 'The cat sat on the mat.\n\n   \nThe dogs ran.\ncats\n'
@@ -50,8 +52,9 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIsInstance(loader, pretrain_dataloader.PretrainDataLoader)
 
   def test_sample_element_spec(self):
-    config = pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=True,
-                                            global_batch_size=4, seq_length=32, max_predictions_per_seq=5)
+    config = pretrain_dataloader.PretrainDataConfig(
+        input_path='sample:valid', is_training=True, global_batch_size=4, seq_length=32,
+        max_predictions_per_seq=5)
     spec = pretrain_dataloader.PretrainDataLoader(config).load().element_spec
     expected = {'input_word_ids': ([4, 32], tf.int32), 'input_mask': ([4, 32], tf.int32),
                 'input_type_ids': ([4, 32], tf.int32), 'masked_lm_positions': ([4, 5], tf.int32),
@@ -93,12 +96,14 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     lengths = np.concatenate([b['input_mask'] for b in batches]).sum(axis=1)
     self.assertGreater(len(word_ids), 100)
     self.assertAllEqual(word_ids[:, 0], np.full(len(word_ids), vocab.cls_id))
-    self.assertAllEqual(word_ids[np.arange(len(word_ids)), lengths - 1], np.full(len(word_ids), vocab.sep_id))
+    self.assertAllEqual(word_ids[np.arange(len(word_ids)), lengths - 1],
+                        np.full(len(word_ids), vocab.sep_id))
     # Only the final sequence of the stream is shorter than seq_length.
     self.assertAllEqual(lengths[:-1], np.full(len(word_ids) - 1, 128))
     self.assertTrue(np.all(word_ids[-1, lengths[-1]:] == vocab.pad_id))
     weights = np.concatenate([b['masked_lm_weights'] for b in batches])
-    self.assertAllEqual(weights[:-1].sum(axis=1), np.full(len(word_ids) - 1, 19))  # round(126 * 0.15)
+    self.assertAllEqual(weights[:-1].sum(axis=1),
+                        np.full(len(word_ids) - 1, 19))  # round(126 * 0.15)
 
   @parameterized.named_parameters(('train', 'sample:train'), ('valid', 'sample:valid'))
   def test_sample_unknown_token_rate_is_below_one_percent(self, input_path):
@@ -123,8 +128,9 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_training_is_reproducible_for_a_fixed_seed(self):
     def first_batches(seed):
-      config = pretrain_dataloader.PretrainDataConfig(input_path='sample:valid', is_training=True, seed=seed,
-                                              global_batch_size=8, seq_length=64, shuffle_buffer_size=50)
+      config = pretrain_dataloader.PretrainDataConfig(
+          input_path='sample:valid', is_training=True, seed=seed, global_batch_size=8,
+          seq_length=64, shuffle_buffer_size=50)
       return _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load().take(3))
 
     first, again, other = first_batches(5), first_batches(5), first_batches(6)
@@ -134,7 +140,8 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
     self.assertNotAllEqual(first[0]['input_word_ids'], other[0]['input_word_ids'])
 
   def test_training_repeats_with_new_masks_each_epoch(self):
-    # Buffers of 1 keep stream order: batch k and batch k + 2 hold the same 2 chunks in the next epoch.
+    # Buffers of 1 keep stream order: batch k and batch k + 2 hold the same 2 chunks
+    # in the next epoch.
     config = self._tiny_config(is_training=True, shuffle_buffer_size=1, line_shuffle_buffer_size=1,
                                drop_remainder=True)
     batches = _as_numpy(pretrain_dataloader.PretrainDataLoader(config).load().take(20))
@@ -173,7 +180,8 @@ class TextDataLoaderTest(tf.test.TestCase, parameterized.TestCase):
   def test_input_path_matching_nothing_names_the_pattern(self):
     missing = os.path.join(self._dir, 'nothing*.txt')
     with self.assertRaisesRegex(ValueError, rf"pattern '{re.escape(missing)}' matches no file"):
-      pretrain_dataloader.PretrainDataLoader(self._tiny_config(input_path=f'{self._text_file}, {missing}'))
+      pretrain_dataloader.PretrainDataLoader(
+          self._tiny_config(input_path=f'{self._text_file}, {missing}'))
 
   @parameterized.named_parameters(
       ('empty_path', dict(input_path=''), 'input_path is empty'),

@@ -1,4 +1,5 @@
-"""Tests for teams_tf.data.text_dataloader: raw-text training input is mixed, evaluation input is not.
+"""Tests for teams_tf.data.text_dataloader: raw-text training input is mixed, evaluation input
+is not.
 
 Every line of the tiny corpus is two tokens, `f<k> l<i>` (file k, line i), so a 6-token sequence
 `[CLS] f l f l [SEP]` holds exactly two whole lines and each line says where it came from. The
@@ -117,7 +118,8 @@ class TextMixingTest(tf.test.TestCase, parameterized.TestCase):
       shares.append({line for sequence in first for line in _lines(sequence)})
     for share in shares:
       self.assertLen(share, 4)
-    self.assertEqual(shares[0] | shares[1] | shares[2], {(k, i) for k in range(2) for i in range(6)})
+    self.assertEqual(shares[0] | shares[1] | shares[2],
+                     {(k, i) for k in range(2) for i in range(6)})
 
 
 if __name__ == '__main__':

@@ -33,7 +33,8 @@ class LoadVocabularyTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(vocab.size, 3660)
     self.assertEqual(vocab.tokens[:5], tuple(_SPECIALS))
     self.assertEqual(vocab.special_ids, (0, 1, 2, 3, 4))
-    self.assertEqual((vocab.pad_id, vocab.unk_id, vocab.cls_id, vocab.sep_id, vocab.mask_id), (0, 1, 2, 3, 4))
+    self.assertEqual((vocab.pad_id, vocab.unk_id, vocab.cls_id, vocab.sep_id, vocab.mask_id),
+                     (0, 1, 2, 3, 4))
     self.assertTrue(os.path.isabs(vocab.path))
 
   def test_bert_layout_ids_are_looked_up_by_name(self):
@@ -74,7 +75,8 @@ class LoadVocabularyTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_duplicate_token_names_token_and_lines(self):
     path = self._write_vocab(_SPECIALS + ['a', 'b', 'a'])
-    with self.assertRaisesRegex(ValueError, rf"{re.escape(path)}.*token 'a' twice: line 6 and line 8"):
+    with self.assertRaisesRegex(ValueError,
+                                rf"{re.escape(path)}.*token 'a' twice: line 6 and line 8"):
       tokenization.load_vocabulary(path)
 
   def test_blank_line_is_rejected(self):
@@ -109,7 +111,8 @@ class BuildTokenizerTest(tf.test.TestCase, parameterized.TestCase):
   def test_lower_case_false_keeps_case(self):
     _skip_without_bert_vocab(self)
     # The uncased vocabulary has no capital letters, so a cased word cannot be spelled.
-    self.assertEqual(self._wordpieces(_BERT_VOCAB, 'Hello world', lower_case=False), ['[UNK]', 'world'])
+    self.assertEqual(self._wordpieces(_BERT_VOCAB, 'Hello world', lower_case=False),
+                     ['[UNK]', 'world'])
 
 
 if __name__ == '__main__':

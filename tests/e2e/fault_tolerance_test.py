@@ -2,7 +2,7 @@
 
 Dropout is off: Keras draws dropout masks from TensorFlow's legacy stateful random kernels, whose
 position is process state that no checkpoint holds, so with dropout a resumed run matches an
-uninterrupted one in distribution but not bit for bit (the README's section on resuming says so).
+uninterrupted one in distribution but not bit for bit (docs/distributed.md, on resuming, says so).
 Everything else a step uses is restored or recomputed: weights, optimizer slots, the step, the
 sampling seeds (`SeedStream`) and the input position (`training.resume`).
 """

@@ -1,4 +1,5 @@
-"""End to end: the demo experiment through `python -m teams_tf.train`, continued pretraining, errors."""
+"""End to end: the demo experiment through `python -m teams_tf.train`, continued pretraining,
+errors."""
 
 import glob
 import os
@@ -8,7 +9,7 @@ import sys
 import tensorflow as tf
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
+from teams_tf.registry import experiments
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 _FAST = ','.join([

@@ -10,8 +10,8 @@ from official.nlp.modeling import networks
 from teams_tf.models import mlm_pretrainer
 from teams_tf.models import teams_pretrainer
 from teams_tf.networks import shared_encoders
-from teams_tf.serving import training_runs
 from teams_tf.tasks import teams_task
+from teams_tf.training import run_settings
 from tests import testing_utils
 
 _BUILDS = testing_utils.PRETRAINER_BUILDS
@@ -43,7 +43,7 @@ class PreLnEncoderTest(tf.test.TestCase, parameterized.TestCase):
     # Fine-tuning builds the encoder a run's params.yaml describes and restores the kept one,
     # final LayerNorm included.
     path = tf.train.Checkpoint(**model.checkpoint_items).save(self.get_temp_dir() + '/ckpt')
-    encoder_config = training_runs.kept_encoder_config(config.as_dict(), 'params.yaml', path)
+    encoder_config = run_settings.kept_encoder_config(config.as_dict(), 'params.yaml', path)
     self.assertEqual('any', encoder_config.type)
     encoder = encoders.build_encoder(encoder_config)
     encoder(inputs)

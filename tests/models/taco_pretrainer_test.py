@@ -1,4 +1,5 @@
-"""TACO pretrainer: g = h - e, the token pairs it gathers, ablations, gradients, no extra weights."""
+"""TACO pretrainer: g = h - e, the token pairs it gathers, ablations, gradients, no extra
+weights."""
 
 import os
 import subprocess

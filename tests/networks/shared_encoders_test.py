@@ -2,6 +2,9 @@
 
 from absl.testing import parameterized
 import tensorflow as tf
+import tf_keras
+
+from official.nlp.configs import encoders
 
 from teams_tf.networks import shared_encoders
 from tests import testing_utils
@@ -12,6 +15,28 @@ def _variable_ids(layer):
 
 
 class SharedEncodersTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_rank3_projection_computes_model_gardens_with_the_same_variables(self):
+    config = encoders.EncoderConfig(type='bert_v2', bert_v2=testing_utils.tiny_encoder_config())
+    plain = encoders.build_encoder(config)
+    fast = shared_encoders.use_rank3_embedding_projection(encoders.build_encoder(config))
+    self.assertEqual('btx,xy->bty', fast._embedding_projection.equation)  # pylint: disable=protected-access
+    batch = testing_utils.pretraining_batch(seq_length=8)
+    inputs = {key: batch[key][:, :8] for key in ('input_word_ids', 'input_mask', 'input_type_ids')}
+    plain(inputs)
+    fast(inputs)
+    self.assertEqual([v.name for v in plain.variables], [v.name for v in fast.variables])
+    fast.set_weights(plain.get_weights())
+    self.assertAllClose(plain(inputs)['sequence_output'], fast(inputs)['sequence_output'],
+                        atol=1e-6, rtol=1e-6)
+
+  def test_an_unexpected_model_garden_projection_is_a_one_line_error(self):
+    encoder = encoders.build_encoder(
+        encoders.EncoderConfig(type='bert_v2', bert_v2=testing_utils.tiny_encoder_config()))
+    encoder._embedding_projection = tf_keras.layers.Dense(32)  # pylint: disable=protected-access
+    with self.assertRaisesRegex(RuntimeError, r'^tf-models-official \S+: BertEncoderV2\'s '
+                                r'embedding projection is a Dense'):
+      shared_encoders.use_rank3_embedding_projection(encoder)
 
   @parameterized.named_parameters(
       ('no_tie', 2, 0), ('half', 2, 1), ('full_tie', 2, 2), ('shallow_generator', 1, 1))

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.serving import export_savedmodel
+from teams_tf.serving import loaders
 from tests.serving import export_testing_utils as utils
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -110,7 +111,7 @@ class ExportSavedModelTest(tf.test.TestCase):
     pretrainer, _ = utils.write_pretraining_run(
         model_dir, vocab_file, seq_length=_SEQ_LENGTH, rtd_head_input_layer=2,
         mws_task_layer=True)
-    encoder, encoder_config, _, _ = export_savedmodel.restore_pretrained_encoder(model_dir)
+    encoder, encoder_config, _, _ = loaders.restore_pretrained_encoder(model_dir)
     self.assertEqual(3, encoder_config.bert_v2.num_layers)
     ids = tf.constant([[2, 10, 11, 3]], tf.int32)
     inputs = [ids, tf.ones_like(ids), tf.zeros_like(ids)]
@@ -142,7 +143,8 @@ class ExportSavedModelTest(tf.test.TestCase):
       self._export(vocab_file=path)
 
   def test_wrong_kind_for_the_run(self):
-    with self.assertRaisesRegex(ValueError, r'task\.model .* is not a .*ModelConfig \(wrong --kind'):
+    with self.assertRaisesRegex(ValueError,
+                                r'task\.model .* is not a .*ModelConfig \(wrong --kind'):
       self._export('classifier', text_fields=['sentence'])
 
   def test_directory_without_params(self):

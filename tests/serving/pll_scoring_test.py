@@ -15,10 +15,11 @@ from official.core import task_factory
 from official.core import train_utils
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
 from teams_tf.data import embedded
 from teams_tf.data import masking
+from teams_tf.registry import experiments
 from teams_tf.serving import export_savedmodel
+from teams_tf.serving import loaders
 from teams_tf.serving import pll_scoring
 from tests import testing_utils
 from tests.serving import export_testing_utils as utils
@@ -95,7 +96,7 @@ class PllScoringTest(tf.test.TestCase):
     cls.model_dir = os.path.join(cls.work_dir, 'script_demo')
     cls.sentences = _sample_sentences()
     _train_demo_run(cls.model_dir, cls.sentences)
-    cls.scorer = export_savedmodel.load_pll_scorer(cls.model_dir)
+    cls.scorer = loaders.load_pll_scorer(cls.model_dir)
 
   def _packed(self, texts):
     inputs, weights = self.scorer.pack(tf.constant(texts))
@@ -190,7 +191,7 @@ class PllScoringTest(tf.test.TestCase):
                      os.path.join(model_dir, 'params.yaml'))
     texts = tf.constant(self.sentences[:2])
     expected = self.scorer.serve_text(texts)
-    scorer = export_savedmodel.load_pll_scorer(model_dir)  # tf.function methods hold `self` weakly.
+    scorer = loaders.load_pll_scorer(model_dir)  # tf.function methods hold `self` weakly.
     got = scorer.serve_text(texts)
     for key in ('pll', 'masked_lm_pll'):
       self.assertAllClose(expected[key], got[key], rtol=1e-5, msg=key)

@@ -10,7 +10,7 @@ from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.data import corpus
-from teams_tf.data import pretraining_records
+from teams_tf.preprocessing import pretraining_records
 from teams_tf.tasks import coco_lm_task
 from tests import testing_utils
 

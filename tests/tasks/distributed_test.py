@@ -2,10 +2,10 @@
 
 One Model Garden `train_step` (plain SGD, so weight changes are the summed gradients) on a global
 batch of 4 sequences, 2 per replica, whose replicas hold different numbers of tokens and masked
-positions, from identical weights and seed streams, dropout off: the loss, every metric and every updated
-weight must agree. That checks together the global-batch normalisation of the weighted losses,
-cross-replica metric aggregation, per-example sampling that does not depend on the replica split
-(`replica_random`), and COCO-LM's and TACO's negatives gathered from the global batch.
+positions, from identical weights and seed streams, dropout off: the loss, every metric and every
+updated weight must agree. That checks together the global-batch normalisation of the weighted
+losses, cross-replica metric aggregation, per-example sampling that does not depend on the replica
+split (`replica_random`), and COCO-LM's and TACO's negatives gathered from the global batch.
 Tolerance: float32 sums taken in another order (per replica, then across replicas), rtol 1e-4.
 """
 
@@ -30,7 +30,7 @@ _SCRIPT = textwrap.dedent('''
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from official.core import task_factory
     from teams_tf import registry_imports
-    from teams_tf.configs import experiments
+    from teams_tf.registry import experiments
     from tests import testing_utils
 
     strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
@@ -90,7 +90,7 @@ class MirroredEqualsOneDeviceTest(tf.test.TestCase, parameterized.TestCase):
   def setUp(self):
     super().setUp()
     self.assertEqual(0, self.run_result.returncode, self.run_result.stderr[-3000:])
-    line = [l for l in self.run_result.stdout.splitlines() if l.startswith('RESULTS ')][-1]
+    line = [row for row in self.run_result.stdout.splitlines() if row.startswith('RESULTS ')][-1]
     self.results = json.loads(line[len('RESULTS '):])
 
   @parameterized.parameters(*_OBJECTIVES)

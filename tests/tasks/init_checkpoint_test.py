@@ -90,7 +90,8 @@ class InitCheckpointTest(tf.test.TestCase):
 
   def test_a_bert_checkpoint_starts_the_teams_encoder_but_not_the_whole_pretrainer(self):
     bert_config = testing_utils.sample_task_config(
-        mlm_task.MlmPretrainTaskConfig, models.MlmConfig(encoder=testing_utils.tiny_encoder_config()))
+        mlm_task.MlmPretrainTaskConfig,
+        models.MlmConfig(encoder=testing_utils.tiny_encoder_config()))
     bert, bert_dir = _trained_checkpoint(task_factory.get_task(bert_config),
                                          os.path.join(self.get_temp_dir(), 'bert'))
     model = self._started('encoder', _teams_task(bert_dir, 'encoder'))

@@ -8,10 +8,10 @@ agree to float32 reassociation error. The optimizer is plain SGD, whose update i
 itself (Adam's first update, ±lr wherever a gradient is nonzero, would turn rounding-level
 gradients into full-size differences).
 
-XLA lays out TensorFlow's Philox stream differently from the CPU kernel (see
-`replica_random`), so the two steps would draw different (equally distributed) seeds and samples;
-the test replaces `replica_random.uniform` and `stateless_split` by an integer hash, which both
-compute bit for bit, and switches dropout off. That isolates what is under test: the compiled model, losses, gradients
+XLA lays out TensorFlow's Philox stream differently from the CPU kernel (see `replica_random`), so
+the two steps would draw different (equally distributed) seeds and samples; the test replaces
+`replica_random.uniform` and `stateless_split` by an integer hash, which both compute bit for bit,
+and switches dropout off. That isolates what is under test: the compiled model, losses, gradients
 and update. The samplers' own distributions are tested in tests/layers.
 """
 
@@ -25,14 +25,18 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.layers import replica_random
+from teams_tf.ops import replica_random
 from tests import testing_utils
 
 
 def _hash(values):
   """A 32-bit integer hash of int64 `values`, elementwise (computed the same way by XLA)."""
-  low32 = lambda v: tf.bitwise.bitwise_and(v, 0xFFFFFFFF)
-  mix = lambda v: tf.bitwise.bitwise_xor(v, tf.bitwise.right_shift(v, 16))
+  def low32(v):
+    return tf.bitwise.bitwise_and(v, 0xFFFFFFFF)
+
+  def mix(v):
+    return tf.bitwise.bitwise_xor(v, tf.bitwise.right_shift(v, 16))
+
   x = low32(values)
   for _ in range(2):
     x = low32(mix(x) * 0x45d9f3b)

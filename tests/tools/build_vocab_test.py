@@ -1,4 +1,4 @@
-"""Tests for tools/build_vocab.py's command line (library: tests/data/vocab_builder_test.py)."""
+"""tools/build_vocab.py's command line (the library: tests/preprocessing/vocab_builder_test.py)."""
 
 import os
 import subprocess
@@ -31,7 +31,8 @@ class BuildVocabCommandTest(tf.test.TestCase):
     self.assertEqual(os.listdir(os.path.dirname(output)), ['vocab.txt'])
     self.assertIn(f'wrote 3,660 tokens to {output}', result.stdout)
     self.assertIn('lines 746 (0.3 MB), words 60,315, distinct words 8,476', result.stdout)
-    self.assertIn('[UNK] rate of the input under the new vocabulary: 0 of 77,195 tokens', result.stdout)
+    self.assertIn('[UNK] rate of the input under the new vocabulary: 0 of 77,195 tokens',
+                  result.stdout)
     self.assertIn('lines/s', result.stderr)  # Progress.
     # Every step of the threshold search is reported, the last with the result.
     self.assertGreater(result.stderr.count('threshold search step '), 3)
@@ -41,8 +42,8 @@ class BuildVocabCommandTest(tf.test.TestCase):
   def test_help(self):
     result = _run('--help')
     self.assertEqual(1, result.returncode, result.stderr[-3000:])  # absl exits 1 after --help.
-    for flag in ('--input', '--tfds_name', '--output', '--vocab_size', '--min_count', '--[no]lower_case',
-                 '--max_lines'):
+    for flag in ('--input', '--tfds_name', '--output', '--vocab_size', '--min_count',
+                 '--[no]lower_case', '--max_lines'):
       self.assertIn(flag, result.stdout)
 
   def test_input_without_match_is_a_one_line_error(self):

@@ -1,4 +1,4 @@
-"""Tests for tools/create_pretraining_data.py's command line (library: pretraining_records_test.py)."""
+"""tools/create_pretraining_data.py's command line (the library: pretraining_records_test.py)."""
 
 import json
 import os
@@ -41,7 +41,8 @@ class CreatePretrainingDataCommandTest(tf.test.TestCase):
     self.assertEqual(summary['counts']['documents'], 4)
     self.assertEqual(summary['records'], 2 * summary['counts']['sequences'])
     self.assertIn(f'wrote {summary["records"]:,} masked records in 2 shards', result.stdout)
-    self.assertIn('[UNK] 3 (', result.stdout)  # The 3 characters of valid.txt absent from train.txt.
+    # The 3 characters of valid.txt absent from train.txt.
+    self.assertIn('[UNK] 3 (', result.stdout)
     self.assertIn('docs/s', result.stderr)
     self.assertIn('records/s', result.stderr)
 
@@ -49,9 +50,9 @@ class CreatePretrainingDataCommandTest(tf.test.TestCase):
     result = _run('--help')
     self.assertEqual(1, result.returncode, result.stderr[-3000:])  # absl exits 1 after --help.
     for flag in ('--input', '--document_mode', '--tfds_name', '--vocab_file', '--output_dir',
-                 '--output_prefix', '--num_shards', '--output_kind', '--seq_length', '--num_segments',
-                 '--dupe_factor', '--max_predictions_per_seq', '--mask_rate', '--mask_token_rate',
-                 '--random_token_rate', '--seed', '--num_workers'):
+                 '--output_prefix', '--num_shards', '--output_kind', '--seq_length',
+                 '--num_segments', '--dupe_factor', '--max_predictions_per_seq', '--mask_rate',
+                 '--mask_token_rate', '--random_token_rate', '--seed', '--num_workers'):
       self.assertIn(flag, result.stdout)
 
   def test_missing_vocabulary_is_a_one_line_error(self):

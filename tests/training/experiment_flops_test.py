@@ -11,7 +11,7 @@ from official.core import exp_factory
 from official.modeling import hyperparams
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.configs import experiments
+from teams_tf.registry import experiments
 from teams_tf.training import experiment_flops
 from tests import testing_utils
 

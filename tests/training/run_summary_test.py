@@ -1,4 +1,5 @@
-"""The closing summary: the last validation beside chance and context-free baselines, paths, next."""
+"""The closing summary: the last validation beside chance and context-free baselines, paths,
+next."""
 
 import os
 

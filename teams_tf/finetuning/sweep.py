@@ -1,0 +1,517 @@
+"""A seed sweep of GLUE fine-tuning runs from one pretraining checkpoint, and its tables.
+
+Each (task, seed) is the registered experiment `glue_<task>_<size>` (TEAMS Table 6
+hyper-parameters; at the paper sizes `..._rel_pos` when the checkpoint's encoder has COCO-LM's
+relative positions) with, when the checkpoint's folder holds the params.yaml of its
+`teams_tf.train` run, that run's kept encoder (vocabulary, pre-LN, relative positions, depth) in
+place of the size's, run in this process by Model Garden's `train_lib.run_experiment` (mode
+train_and_eval) in `<output_dir>/<task>/seed_<k>`, seeded with `tf_keras.utils.set_random_seed(k)`
+and `task.train_data.seed=k`. The data of task `<task>` is `tools/create_glue_data.py`'s
+`<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Train steps are the registered
+experiment's epochs (Table 6: 5) over the converted train set at its batch size, or `epochs` /
+`train_steps`; warm-up (10%) and linear decay follow the step count. Dev predictions from Model
+Garden's `sentence_prediction.predict` are scored with `teams_tf.finetuning.glue_metrics` and
+written to `<task>/seed_<k>/result.json`; a pair whose result.json exists is not run again
+(resume), and an interrupted run resumes from its last checkpoint. Finally `results.md` and
+`results.json` in `output_dir` give per task and metric the median, mean, std and min-max over
+seeds, and the GLUE average: the mean over tasks of the median of the paper's headline metric (MCC
+for CoLA, Spearman for STS-B, accuracy otherwise). `params_override` is applied to every run
+first; the fields derived above (data paths, init_checkpoint, seeds, sequence length, steps,
+warm-up, decay) cannot be overridden through it. `tools/run_glue.py` is the command line;
+`SweepSettings` holds its flags' values, `prepare` configures every run and `run` trains them.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Optional, Sequence
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.common import distribute_utils
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import train_lib
+from official.core import train_utils
+from official.modeling import hyperparams
+from official.nlp.data import data_loader_factory
+from official.nlp.tasks import sentence_prediction
+
+from teams_tf.finetuning import glue_metrics
+from teams_tf.registry import experiments
+from teams_tf.registry import finetune_experiments
+from teams_tf.training import run_settings
+from teams_tf.utils import atomic_files
+
+# Fields the sweep sets from its settings and data; --params_override must not set them.
+_MANAGED_FIELDS = (
+    'task.init_checkpoint', 'task.train_data.input_path', 'task.validation_data.input_path',
+    'task.train_data.seed', 'task.train_data.seq_length', 'task.validation_data.seq_length',
+    'trainer.train_steps', 'trainer.optimizer_config.learning_rate.polynomial.decay_steps',
+    'trainer.optimizer_config.warmup.linear.warmup_steps')
+_LOGS_PER_RUN = 10
+
+
+def parse_seeds(value):
+  """'3' -> [1, 2, 3]; '1,5' -> [1, 5]; '7,' -> [7]."""
+  parts = [part.strip() for part in value.split(',') if part.strip()]
+  try:
+    seeds = [int(part) for part in parts]
+  except ValueError:
+    raise ValueError(f'--seeds={value!r}: use N or a comma-separated list of integers.') from None
+  if not seeds:
+    raise ValueError(f'--seeds={value!r} names no seed.')
+  if ',' not in value:
+    if seeds[0] < 1:
+      raise ValueError(f'--seeds={value!r}: N must be at least 1.')
+    return list(range(1, seeds[0] + 1))
+  if len(set(seeds)) != len(seeds):
+    raise ValueError(f'--seeds={value!r} repeats a seed.')
+  return seeds
+
+
+def _get(params, dotted):
+  value = params
+  for key in dotted.split('.'):
+    value = getattr(value, key)
+  return value
+
+
+def _read_json(path):
+  with tf.io.gfile.GFile(path, 'r') as f:
+    return json.load(f)
+
+
+def _write_json_atomically(path, data):
+  # NaN (an undefined correlation) becomes null, so the file is strict JSON.
+  atomic_files.write_json(path, _nan_to_none(data))
+
+
+def _nan_to_none(data):
+  if isinstance(data, dict):
+    return {key: _nan_to_none(value) for key, value in data.items()}
+  if isinstance(data, (list, tuple)):
+    return [_nan_to_none(value) for value in data]
+  if isinstance(data, float) and math.isnan(data):
+    return None
+  return data
+
+
+def experiment_name(task, size, relative_positions=False):
+  """`glue_<task>_<size>`, or `..._rel_pos` for an encoder with relative positions (COCO-LM)."""
+  return f'glue_{task}_{size}{"_rel_pos" if relative_positions else ""}'
+
+
+def check_init_checkpoint(path):
+  """Checks `path` is a checkpoint (or a folder with one) holding an `encoder` entry.
+
+  Returns:
+    Whether that encoder has a relative position bias (COCO-LM's main Transformer), which
+    selects the `*_rel_pos` experiments; False without a checkpoint.
+  """
+  if not path:
+    logging.warning('No --init_checkpoint: fine-tuning from a random initialization.')
+    return False
+  checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+  if not checkpoint or not tf.io.gfile.exists(checkpoint + '.index'):
+    raise ValueError(f'--init_checkpoint={path} is neither a checkpoint prefix nor a folder with '
+                     'a checkpoint.')
+  names = [name for name, _ in tf.train.list_variables(checkpoint)
+           if name.startswith('encoder/')]
+  if not names:
+    raise ValueError(f'{checkpoint} has no `encoder` entry: pass a pretraining checkpoint of '
+                     'this project (teams_tf.train writes the kept encoder under `encoder`).')
+  relative_positions = any('/position_bias/' in name for name in names)
+  if relative_positions:
+    logging.info('%s has a relative-position encoder: running glue_<task>_<size>_rel_pos.',
+                 checkpoint)
+  return relative_positions
+
+
+def pretraining_encoder(init_checkpoint):
+  """The kept encoder's `EncoderConfig` of the `teams_tf.train` run that wrote a checkpoint.
+
+  Read from the run's params.yaml beside the checkpoint (`serving.training_runs`), so that
+  fine-tuning builds the encoder that was pretrained (its vocabulary, norm placement, relative
+  positions, kept depth) whatever `--size` says; None without a params.yaml.
+  """
+  if not init_checkpoint:
+    return None
+  checkpoint = (tf.train.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
+                else init_checkpoint)
+  params_path = os.path.join(os.path.dirname(checkpoint), 'params.yaml')
+  if not tf.io.gfile.exists(params_path):
+    return None
+  model_values = run_settings.RunSettings(os.path.dirname(checkpoint)).params.get(
+      'task', {}).get('model') or {}
+  encoder = run_settings.kept_encoder_config(model_values, params_path, checkpoint)
+  logging.info('Encoder from %s: %s', params_path, encoder.type)
+  return encoder
+
+
+def build_params(task, size, seed, data_dir, init_checkpoint, train_steps=None, epochs=None,
+                 params_override=None, relative_positions=False, encoder=None):
+  """The experiment config of one run and a one-line description of its step count.
+
+  Starts from `experiment_name(task, size, relative_positions)`, puts in `encoder` (an
+  `EncoderConfig`, e.g. `pretraining_encoder`'s) with the experiment's dropout, applies
+  `params_override`, then sets data paths, seeds, sequence length (from meta_data.json), train
+  steps, warm-up and decay steps, and logging intervals. Raises ValueError when the data does not
+  fit the experiment.
+  """
+  name = experiment_name(task, size, relative_positions)
+  registered = exp_factory.get_exp_config(name)
+  params = exp_factory.get_exp_config(name)
+  if encoder is not None:
+    encoder = encoder.replace()
+    fine_tuning = params.task.model.encoder.get()
+    # The architecture is the pretrained one; dropout is a fine-tuning setting (Table 6: 0.1).
+    encoder.get().dropout_rate = fine_tuning.dropout_rate
+    encoder.get().attention_dropout_rate = fine_tuning.attention_dropout_rate
+    params.task.model.encoder = encoder
+  hyperparams.override_params_dict(params, params_override, is_strict=True)
+  overridden = [field for field in _MANAGED_FIELDS
+                if _get(params, field) != _get(registered, field)]
+  if overridden:
+    raise ValueError(f'--params_override sets {", ".join(overridden)}, which run_glue derives '
+                     'from --init_checkpoint, --data_dir, seeds and --train_steps/--epochs.')
+
+  task_dir = os.path.join(data_dir, task)
+  meta_path = os.path.join(task_dir, 'meta_data.json')
+  if not tf.io.gfile.exists(meta_path):
+    raise ValueError(f'{meta_path} is missing: convert the task first with '
+                     f'tools/create_glue_data.py --task={task} --output_dir={task_dir}')
+  meta = _read_json(meta_path)
+  encoder = params.task.model.encoder.get()
+  problems = []
+  if meta.get('task') != task:
+    problems.append(f'it is for task {meta.get("task")!r}')
+  if meta['num_labels'] != params.task.model.num_classes:
+    problems.append(f'num_labels={meta["num_labels"]} but {name} has '
+                    f'num_classes={params.task.model.num_classes}')
+  if meta.get('vocab_size', encoder.vocab_size) != encoder.vocab_size:
+    problems.append(f'its vocabulary has {meta["vocab_size"]} tokens but the {size} encoder '
+                    f'{encoder.vocab_size}')
+  if meta['max_seq_length'] > encoder.max_position_embeddings:
+    problems.append(f'max_seq_length={meta["max_seq_length"]} exceeds the encoder\'s '
+                    f'{encoder.max_position_embeddings} positions')
+  if problems:
+    raise ValueError(f'{meta_path} does not fit {name}: {"; ".join(problems)}.')
+
+  batch_size = params.task.train_data.global_batch_size
+  if train_steps is not None and epochs is not None:
+    raise ValueError('Give at most one of --train_steps and --epochs.')
+  if train_steps is None:
+    if epochs is None:
+      # The registered step count is Table 6's epochs over the full GLUE train set.
+      epochs = (registered.trainer.train_steps * registered.task.train_data.global_batch_size /
+                finetune_experiments.GLUE_TASKS[task].num_train_examples)
+    train_steps = max(1, round(epochs * meta['train_data_size'] / batch_size))
+    how = (f'{epochs:.3g} epochs x {meta["train_data_size"]} examples / batch {batch_size}')
+  else:
+    how = f'--train_steps, batch {batch_size}'
+  warmup_fraction = (registered.trainer.optimizer_config.warmup.linear.warmup_steps /
+                     registered.trainer.train_steps)
+  steps_per_loop = max(1, min(1000, math.ceil(train_steps / _LOGS_PER_RUN)))
+  interval = min(1000, train_steps)
+  params.override({
+      'task': {
+          'init_checkpoint': init_checkpoint,
+          'train_data': {'input_path': os.path.join(task_dir, 'train.tfrecord'), 'seed': seed,
+                         'seq_length': meta['max_seq_length']},
+          'validation_data': {'input_path': os.path.join(task_dir, 'dev.tfrecord'),
+                              'seq_length': meta['max_seq_length']},
+      },
+      'trainer': {
+          'train_steps': train_steps,
+          'optimizer_config': {
+              'learning_rate': {'polynomial': {'decay_steps': train_steps}},
+              'warmup': {'linear': {'warmup_steps': round(warmup_fraction * train_steps)}},
+          },
+          'steps_per_loop': steps_per_loop,
+          'summary_interval': steps_per_loop,
+          'checkpoint_interval': interval,
+          'validation_interval': interval,
+      },
+  }, is_strict=True)
+  params.validate()
+  params.lock()
+  return params, meta, f'{train_steps} train steps ({how})'
+
+
+def dev_labels(data_config):
+  """[N] dev labels in example_id order, read with Model Garden's sentence-prediction loader."""
+  config = data_config.replace(include_example_id=True, is_training=False)
+  example_ids, labels = [], []
+  for batch in data_loader_factory.get_data_loader(config).load().as_numpy_iterator():
+    example_ids.append(batch['example_id'])
+    labels.append(batch[config.label_field])
+  example_ids, labels = np.concatenate(example_ids), np.concatenate(labels)
+  return labels[np.argsort(example_ids, kind='stable')]
+
+
+def _scalar_logs(logs):
+  scalars = {}
+  for key, value in (logs or {}).items():
+    value = np.asarray(value)
+    if value.size == 1 and np.issubdtype(value.dtype, np.number):
+      scalars[key] = float(value)
+  return scalars
+
+
+def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
+  """Fine-tunes and evaluates one (task, seed) in `run_dir`; returns the result dict."""
+  tf_keras.backend.clear_session()
+  tf_keras.utils.set_random_seed(seed)
+  strategy = distribute_utils.get_distribution_strategy(
+      distribution_strategy=params.runtime.distribution_strategy,
+      all_reduce_alg=params.runtime.all_reduce_alg,
+      num_gpus=params.runtime.num_gpus,
+      tpu_address=params.runtime.tpu)
+  with strategy.scope():
+    mg_task = task_factory.get_task(params.task, logging_dir=run_dir)
+  train_utils.serialize_config(params, run_dir)
+  checkpoint = tf.train.latest_checkpoint(run_dir)
+  start_step = int(checkpoint.rsplit('-', 1)[1]) if checkpoint else 0
+  if start_step:
+    logging.info('%s seed %d: resuming from %s', task, seed, checkpoint)
+  logging.info('%s seed %d: %s, init_checkpoint %r, model_dir %s', task, seed, steps_description,
+               params.task.init_checkpoint, run_dir)
+  eval_outputs = []
+  start = time.time()
+  model, _ = train_lib.run_experiment(
+      distribution_strategy=strategy, task=mg_task, mode='train_and_eval', params=params,
+      model_dir=run_dir, eval_actions=[eval_outputs.append])
+  train_seconds = time.time() - start
+  with strategy.scope():
+    outputs = sentence_prediction.predict(
+        mg_task, params.task.validation_data.replace(include_example_id=True), model)
+  predictions = np.array([np.asarray(output).reshape(-1)[0] for output in outputs])
+  labels = dev_labels(params.task.validation_data)
+  metrics = glue_metrics.compute(task, predictions, labels)
+  trained_steps = params.trainer.train_steps - start_step
+  if task != 'stsb' and len(np.unique(predictions)) == 1:
+    logging.warning('%s seed %d predicted class %s for every dev example: the classifier '
+                    'collapsed to one class (try a lower learning rate or more epochs).',
+                    task, seed, predictions[0])
+  return {
+      'task': task,
+      'seed': seed,
+      'experiment': experiment,
+      'init_checkpoint': params.task.init_checkpoint,
+      'metrics': metrics,
+      # Distinct predicted classes on dev (None for STS-B's regression): 1 is a collapse.
+      'predicted_classes': None if task == 'stsb' else int(len(np.unique(predictions))),
+      'headline_metric': glue_metrics.headline_metric(task),
+      'model_garden_validation': _scalar_logs(eval_outputs[-1] if eval_outputs else None),
+      'dev_examples': int(len(labels)),
+      'train_examples': meta['train_data_size'],
+      'train_steps': params.trainer.train_steps,
+      'steps_trained_in_this_run': trained_steps,
+      'train_and_eval_seconds': round(train_seconds, 1),
+      # Over the whole train_and_eval call: graph tracing, checkpoints and evaluation included.
+      'overall_steps_per_second': (round(trained_steps / train_seconds, 2) if trained_steps
+                                   else None),
+      'total_seconds': round(time.time() - start, 1),
+      'model_dir': run_dir,
+  }
+
+
+def summarize(results, tasks):
+  """Per task and metric: median, mean, std (n - 1), min, max over seeds; GLUE average.
+
+  Args:
+    results: list of result dicts (`run_one`'s, or read back from result.json).
+    tasks: task names in table order.
+
+  Returns:
+    {'tasks': {task: {'seeds', 'headline_metric', 'metrics': {name: stats},
+                      'single_class_seeds': seeds whose dev predictions were one class}},
+     'glue_average': {'median', 'mean', 'tasks'}} with scores in [-1, 1]; NaN stays NaN.
+  """
+  summary = {'tasks': {}}
+  for task in tasks:
+    runs = sorted((r for r in results if r['task'] == task), key=lambda r: r['seed'])
+    if not runs:
+      continue
+    metrics = {}
+    for name in glue_metrics.TASK_METRICS[task]:
+      values = np.array([np.nan if r['metrics'][name] is None else r['metrics'][name]
+                         for r in runs], np.float64)
+      metrics[name] = {
+          'median': float(np.median(values)),
+          'mean': float(np.mean(values)),
+          'std': float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+          'min': float(np.min(values)),
+          'max': float(np.max(values)),
+          'values': [float(v) for v in values],
+      }
+    summary['tasks'][task] = {'seeds': [r['seed'] for r in runs],
+                              'headline_metric': glue_metrics.headline_metric(task),
+                              'metrics': metrics,
+                              'single_class_seeds': [r['seed'] for r in runs
+                                                     if r.get('predicted_classes') == 1]}
+  headlines = [entry['metrics'][entry['headline_metric']]
+               for entry in summary['tasks'].values()]
+  summary['glue_average'] = {
+      'median': float(np.mean([h['median'] for h in headlines])) if headlines else float('nan'),
+      'mean': float(np.mean([h['mean'] for h in headlines])) if headlines else float('nan'),
+      'tasks': list(summary['tasks']),
+  }
+  return summary
+
+
+def markdown(summary, title):
+  """The summary as a Markdown table, scores x 100."""
+  lines = [f'# {title}', '',
+           'GLUE dev sets (MNLI: matched), scores x 100 over seeds; std with n - 1; the '
+           "paper's headline metric per task in bold.", '',
+           '| task | metric | seeds | median | mean | std | min-max |',
+           '|---|---|---|---|---|---|---|']
+  for task, entry in summary['tasks'].items():
+    for name, stats in entry['metrics'].items():
+      label = glue_metrics.DESCRIPTIONS[name]
+      if name == entry['headline_metric']:
+        label = f'**{label}**'
+      lines.append(
+          f'| {task} | {label} | {len(entry["seeds"])} | {100 * stats["median"]:.2f} | '
+          f'{100 * stats["mean"]:.2f} | {100 * stats["std"]:.2f} | '
+          f'{100 * stats["min"]:.2f}-{100 * stats["max"]:.2f} |')
+  collapsed = [f'{task} seed {seed}' for task, entry in summary['tasks'].items()
+               for seed in entry.get('single_class_seeds', [])]
+  if collapsed:
+    lines += ['', f'**Warning: {len(collapsed)} run(s) predicted a single class for every dev '
+              f'example** ({", ".join(collapsed)}): their scores are the majority-class '
+              'baseline, not what the encoder learned.']
+  average = summary['glue_average']
+  lines += ['', f'GLUE average over {len(average["tasks"])} task(s) '
+            f'({", ".join(average["tasks"])}) of the headline metric: '
+            f'{100 * average["median"]:.2f} (medians over seeds), '
+            f'{100 * average["mean"]:.2f} (means).', '']
+  return '\n'.join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSettings:
+  """What a sweep runs: the values of `tools/run_glue.py`'s flags.
+
+  Attributes:
+    tasks: GLUE task names (keys of `glue_metrics.TASK_METRICS`) in table order.
+    seeds: 'N' (seeds 1..N) or a comma-separated list of seeds ('k,' for the one seed k).
+    size: encoder size ('demo', 'mini', 'small', 'base', 'large'); runs `glue_<task>_<size>`.
+    data_dir: folder with one `<task>/` of `tools/create_glue_data.py` outputs per task.
+    init_checkpoint: pretraining model_dir or checkpoint prefix ('' = random init).
+    output_dir: folder of the runs (`<task>/seed_<k>`, each with its result.json) and tables.
+    train_steps: train steps per run, or None to derive them from `epochs`.
+    epochs: epochs per run, or None for the experiment's (Table 6: 5).
+    params_override: Model Garden override (YAML/JSON string or k=v,...) for every run.
+  """
+  tasks: Sequence[str]
+  seeds: str
+  size: str
+  data_dir: str
+  init_checkpoint: str
+  output_dir: str
+  train_steps: Optional[int] = None
+  epochs: Optional[float] = None
+  params_override: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+  """Every run of a sweep, configured before any training starts.
+
+  Attributes:
+    tasks: task names in table order.
+    seeds: seeds in run order.
+    configs: {(task, seed): `build_params`' (params, meta, steps description)}.
+    relative_positions: whether the runs are the `*_rel_pos` experiments.
+  """
+  tasks: list[str]
+  seeds: list[int]
+  configs: dict[tuple[str, int], tuple[hyperparams.Config, dict, str]]
+  relative_positions: bool
+
+
+def prepare(settings):
+  """Checks the settings and builds every run's config, so mistakes fail before any training.
+
+  Returns:
+    The `SweepPlan`. Raises ValueError (naming the flag or file) for bad settings or data.
+  """
+  tasks = list(settings.tasks)
+  unknown = [task for task in tasks if task not in glue_metrics.TASK_METRICS]
+  if unknown:
+    raise ValueError(f'Unknown --tasks {unknown}; use {", ".join(glue_metrics.TASK_METRICS)}.')
+  if len(set(tasks)) != len(tasks):
+    raise ValueError(f'--tasks={",".join(tasks)} repeats a task.')
+  seeds = parse_seeds(settings.seeds)
+  relative_positions = check_init_checkpoint(settings.init_checkpoint)
+  encoder = pretraining_encoder(settings.init_checkpoint)
+  if encoder is not None or settings.size in experiments.LOW_BUDGET_SIZES:
+    # The encoder is the run's (demo, mini: one kind each), not a suffix's.
+    relative_positions = False
+  configs = {(task, seed): build_params(task, settings.size, seed, settings.data_dir,
+                                        settings.init_checkpoint, settings.train_steps,
+                                        settings.epochs, settings.params_override,
+                                        relative_positions, encoder)
+             for task in tasks for seed in seeds}
+  return SweepPlan(tasks, seeds, configs, relative_positions)
+
+
+def _write_tables(results, settings, plan):
+  summary = summarize(results, plan.tasks)
+  summary.update(size=settings.size, init_checkpoint=settings.init_checkpoint, seeds=plan.seeds)
+  table = markdown(summary, f'GLUE: {settings.init_checkpoint or "random init"}, size '
+                   f'{settings.size}, seeds {",".join(map(str, plan.seeds))}')
+  _write_json_atomically(os.path.join(settings.output_dir, 'results.json'), summary)
+  atomic_files.write_text(os.path.join(settings.output_dir, 'results.md'), table)
+  return table
+
+
+def run(settings, plan):
+  """Runs every (task, seed) of `plan` without a result.json, then writes the tables.
+
+  Args:
+    settings: the sweep's `SweepSettings`.
+    plan: `prepare(settings)`.
+
+  Returns:
+    The Markdown table (`markdown`) of all runs' results, also written to `results.md` beside
+    `results.json` (`summarize`'s summary with size, init_checkpoint and seeds) in `output_dir`.
+  """
+  run_dirs = {pair: os.path.join(settings.output_dir, pair[0], f'seed_{pair[1]}')
+              for pair in plan.configs}
+  to_run = []
+  for pair, run_dir in run_dirs.items():
+    if tf.io.gfile.exists(os.path.join(run_dir, 'result.json')):
+      logging.info('%s seed %d: skipped, %s/result.json exists', *pair, run_dir)
+    else:
+      to_run.append(pair)
+  logging.info('%d run(s) to do, %d already done: %s', len(to_run),
+               len(plan.configs) - len(to_run),
+               ' '.join(f'{task}/seed_{seed}' for task, seed in to_run))
+
+  start = time.time()
+  for index, (task, seed) in enumerate(to_run):
+    params, meta, steps_description = plan.configs[(task, seed)]
+    logging.info('=== run %d/%d: %s seed %d ===', index + 1, len(to_run), task, seed)
+    result = run_one(experiment_name(task, settings.size, plan.relative_positions), task, seed,
+                     run_dirs[(task, seed)], params, meta, steps_description)
+    _write_json_atomically(os.path.join(run_dirs[(task, seed)], 'result.json'), result)
+    elapsed = time.time() - start
+    remaining = len(to_run) - index - 1
+    headline = result['headline_metric']
+    logging.info('=== done %d/%d: %s seed %d: dev %s %.4f; %.0f s (%s steps/s overall); '
+                 'elapsed %.0f s, ETA %.0f s for %d more run(s) ===', index + 1, len(to_run),
+                 task, seed, headline, result['metrics'][headline], result['total_seconds'],
+                 result['overall_steps_per_second'], elapsed,
+                 elapsed / (index + 1) * remaining, remaining)
+
+  results = [_read_json(os.path.join(run_dir, 'result.json')) for run_dir in run_dirs.values()]
+  return _write_tables(results, settings, plan)

@@ -1,0 +1,137 @@
+"""Restoring trained models from a training `model_dir`: one checkpoint resolver, one restore.
+
+The exporters (`export_savedmodel.py`) and the scoring and conversion tools build the models of a
+run and restore them here, with the same checks: the vocabulary and sequence length fit the
+encoder, and every weight the model needs is found in the checkpoint.
+"""
+
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from official.nlp.configs import encoders
+
+from teams_tf.configs import models as model_configs
+from teams_tf.data import tokenization
+from teams_tf.models import script_pretrainer
+from teams_tf.ops import replica_random
+from teams_tf.serving import pll_scoring
+from teams_tf.training import run_settings
+
+
+def resolve_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) -> str:
+  """`checkpoint_path` if given, else the latest checkpoint in `model_dir`.
+
+  Raises:
+    ValueError: neither exists.
+  """
+  checkpoint_path = resolve_checkpoint(model_dir, checkpoint_path)
+  return checkpoint_path
+
+
+def check_fits_encoder(encoder_config, vocab_file, seq_length):
+  """Validates the vocabulary and T against the encoder; returns the loaded `Vocabulary`."""
+  bert_config = encoder_config.get()
+  vocab = tokenization.load_vocabulary(vocab_file)
+  if vocab.size != bert_config.vocab_size:
+    raise ValueError(f'Vocabulary {vocab.path} has {vocab.size} tokens but the encoder has '
+                     f'vocab_size={bert_config.vocab_size}; pass the --vocab_file the encoder was '
+                     'pretrained with.')
+  if seq_length > bert_config.max_position_embeddings:
+    raise ValueError(f'seq_length={seq_length} exceeds the encoder\'s max_position_embeddings='
+                     f'{bert_config.max_position_embeddings}; pass a smaller --seq_length.')
+  return vocab
+
+
+def restore(checkpoint_path, what, **items):
+  """Reads `items` (checkpoint root name -> object) and requires every object to be found."""
+  try:
+    tf.train.Checkpoint(**items).read(checkpoint_path).expect_partial(
+    ).assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise ValueError(f'Checkpoint {checkpoint_path} does not hold {what} described by params.yaml '
+                     f'(wrong --kind or --model_dir?): {" ".join(str(e).split())[:1000]}') from e
+
+
+def restored_encoder(encoder_config, checkpoint_path):
+  """Builds the Model Garden encoder of `encoder_config` and restores checkpoint item `encoder`."""
+  encoder = encoders.build_encoder(encoder_config)
+  dummy = tf.ones([1, 1], tf.int32)
+  encoder(dict(input_word_ids=dummy, input_mask=dummy, input_type_ids=dummy))  # Creates variables.
+  restore(checkpoint_path, 'an encoder', encoder=encoder)
+  return encoder
+
+
+def restored_pretrainer(build, model_config, checkpoint_path, vocab_file, seq_length):
+  """A whole pretrainer built by `build(model_config)`, restored from checkpoint root `model`.
+
+  Raises:
+    ValueError: a vocabulary or T that does not fit the encoder, or a checkpoint that does not
+      hold this pretrainer.
+  """
+  check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
+                      vocab_file, seq_length)
+  pretrainer = build(model_config)
+  ones = tf.ones([1, 4], tf.int32)
+  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
+                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
+                  masked_lm_weights=tf.ones([1, 1])))  # Creates every variable.
+  # Serving never samples, so the sampling stream is not read (checkpoints written before it
+  # existed load too); every weight must still be found.
+  weights = {name: child
+             for name, child in tf.train.TrackableView(pretrainer).children(pretrainer).items()
+             if not isinstance(child, replica_random.SeedStream)}
+  restore(checkpoint_path, f'a {type(pretrainer).__name__}', model=tf.train.Checkpoint(**weights))
+  return pretrainer
+
+
+def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = None,
+                               vocab_file: Optional[str] = None,
+                               lower_case: Optional[bool] = None):
+  """Builds the kept encoder of a pretraining run and restores its weights.
+
+  Args:
+    model_dir: the pretraining model_dir (params.yaml and checkpoints).
+    checkpoint_path: a checkpoint; default the latest one in `model_dir`.
+    vocab_file: default `task.train_data.vocab_file`.
+    lower_case: default `task.train_data.lower_case`.
+
+  Returns:
+    (encoder, encoder_config, vocab, lower_case): a restored Model Garden encoder, its
+    `EncoderConfig`, the loaded `Vocabulary` and the casing.
+
+  Raises:
+    ValueError: a missing file or setting, or a checkpoint that does not match.
+  """
+  settings = run_settings.RunSettings(model_dir)
+  checkpoint_path = resolve_checkpoint(model_dir, checkpoint_path)
+  params_path = os.path.join(model_dir, 'params.yaml')
+  encoder_config = run_settings.kept_encoder_config(
+      settings.params.get('task', {}).get('model') or {}, params_path, checkpoint_path)
+  vocab = check_fits_encoder(
+      encoder_config, settings.get('vocab_file', vocab_file, 'task.train_data.vocab_file'), 1)
+  encoder = restored_encoder(encoder_config, checkpoint_path)
+  lower_case = settings.get('lower_case', lower_case, 'task.train_data.lower_case')
+  return encoder, encoder_config, vocab, lower_case
+
+
+def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
+                    seq_length: Optional[int] = None) -> pll_scoring.PllScorer:
+  """The `PllScorer` of a SCRIPT pretraining run (settings from its params.yaml).
+
+  Raises:
+    ValueError: not a SCRIPT run, no checkpoint, or a checkpoint that does not match.
+  """
+  settings = run_settings.RunSettings(model_dir)
+  checkpoint_path = resolve_checkpoint(model_dir, checkpoint_path)
+  model_config = run_settings.parse_model_config(
+      model_configs.ScriptConfig(), settings.params.get('task', {}).get('model') or {},
+      os.path.join(model_dir, 'params.yaml'))
+  params = pll_scoring.PllScorerParams(
+      vocab_file=settings.get('vocab_file', None, 'task.train_data.vocab_file'),
+      lower_case=settings.get('lower_case', None, 'task.train_data.lower_case'),
+      seq_length=settings.get('seq_length', seq_length, 'task.train_data.seq_length'))
+  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
+                                   checkpoint_path, params.vocab_file, params.seq_length)
+  return pll_scoring.PllScorer(pretrainer, params)

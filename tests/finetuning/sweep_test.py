@@ -1,0 +1,230 @@
+"""teams_tf.finetuning.sweep on tiny GLUE fixtures; fine-tuning from TEAMS and COCO-LM."""
+
+import os
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import train_utils
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.finetuning import glue
+from teams_tf.finetuning import sweep
+from teams_tf.models import coco_lm_pretrainer
+from teams_tf.models import teams_pretrainer
+from teams_tf.registry import experiments
+from tests import testing_utils
+
+_SEQ_LENGTH = 32
+_POSITIVE = ('good', 'great', 'best', 'beautiful', 'popular', 'important')
+_NEGATIVE = ('bad', 'poor', 'worst', 'small', 'difficult', 'lost')
+_NOUNS = ('film', 'story', 'music', 'book', 'game', 'city')
+
+
+def _write_tsv(path, lines):
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write('\n'.join(lines) + '\n')
+
+
+def _write_glue_fixtures(root, seed=0):
+  """SST-2 and STS-B folders in GLUE's layouts, with labels that follow the words (learnable)."""
+  rng = np.random.default_rng(seed)
+  sst2, stsb = os.path.join(root, 'SST-2'), os.path.join(root, 'STS-B')
+  os.makedirs(sst2)
+  os.makedirs(stsb)
+  for name, size in (('train.tsv', 48), ('dev.tsv', 16)):
+    rows = ['sentence\tlabel']
+    for i in range(size):
+      label = i % 2
+      words = rng.choice(_POSITIVE if label else _NEGATIVE, 2)
+      rows.append(f'the {rng.choice(_NOUNS)} is {words[0]} and {words[1]} \t{label}')
+    _write_tsv(os.path.join(sst2, name), rows)
+    rows = ['index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t'
+            'sentence2\tscore']
+    for i in range(size):
+      first, second = rng.choice(_NOUNS, 2)
+      score = 5.0 if i % 3 == 0 else float(rng.integers(0, 40)) / 10
+      if score == 5.0:
+        second = first
+      rows.append(f'{i}\tmain-captions\tMSRvid\t2012test\t{i:04d}\tnone\tnone\tthe {first} is '
+                  f'good.\tthe {second} is good.\t{score:.3f}')
+    _write_tsv(os.path.join(stsb, name), rows)
+  return {'sst2': sst2, 'stsb': stsb}
+
+
+def _demo_encoder_config():
+  """The `*_demo` runs' encoder (pre-LN, no dropout), which glue_*_demo fine-tunes."""
+  return experiments.low_budget_encoder_config('demo')
+
+
+def save_tiny_pretraining_checkpoint(directory, objective='teams'):
+  """A TEAMS, COCO-LM or post-LN absolute-position TEAMS ('teams_post_ln') pretrainer, the
+  first two with the glue_*_demo encoder (relative positions at the demo's scale), saved as
+  Model Garden's trainer saves it (checkpoint_items beside `model`)."""
+  relative_positions = dict(
+      relative_position_bias=True, relative_position_num_buckets=32,
+      relative_position_max_distance=128,
+      relative_position_bias_scale=experiments.relative_position_bias_scale('demo'))
+  if objective == 'teams':
+    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(
+        encoder=_demo_encoder_config(), **relative_positions), seed=3)
+  elif objective == 'coco_lm':
+    model = coco_lm_pretrainer.build_coco_lm_pretrainer(testing_utils.tiny_coco_lm_config(
+        encoder=_demo_encoder_config(), **relative_positions), seed=3)
+  else:
+    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=3)
+  model(testing_utils.pretraining_batch())
+  return tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
+      os.path.join(directory, 'ckpt'))
+
+
+def write_glue_records(root):
+  """SST-2 and STS-B fixtures under `<root>/glue`, converted to records in `<root>/records`.
+
+  Returns:
+    The records' folder, with one `<task>/` of `tools/create_glue_data.py` outputs per task.
+  """
+  glue_dirs = _write_glue_fixtures(os.path.join(root, 'glue'))
+  data_dir = os.path.join(root, 'records')
+  vocab = glue.check_vocabulary('sample:vocab')
+  for task, glue_dir in glue_dirs.items():
+    glue.write_records(glue.tsv_processor(task), glue_dir, vocab, True, _SEQ_LENGTH,
+                       os.path.join(data_dir, task), task, glue_dir)
+  return data_dir
+
+
+class SweepTest(tf.test.TestCase, parameterized.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = os.path.join(tf.compat.v1.test.get_temp_dir(), 'sweep')
+    cls.data_dir = write_glue_records(cls.root)
+    cls.checkpoint = save_tiny_pretraining_checkpoint(os.path.join(cls.root, 'pretrain'))
+    cls.coco_lm_checkpoint = save_tiny_pretraining_checkpoint(
+        os.path.join(cls.root, 'coco_lm'), 'coco_lm')
+
+  def _params(self, name='glue_sst2_demo', checkpoint=None):
+    params = exp_factory.get_exp_config(name)
+    params.override({'task': {
+        'init_checkpoint': os.path.dirname(checkpoint or self.checkpoint),
+        'train_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'train.tfrecord'),
+                       'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
+        'validation_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'dev.tfrecord'),
+                            'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
+    }})
+    return params
+
+  @parameterized.named_parameters(('teams', 'checkpoint'), ('coco_lm', 'coco_lm_checkpoint'))
+  def test_init_checkpoint_restores_the_encoder_and_fine_tuning_lowers_the_loss(
+      self, checkpoint_attribute):
+    tf_keras.utils.set_random_seed(1)
+    checkpoint = getattr(self, checkpoint_attribute)
+    params = self._params('glue_sst2_demo', checkpoint)
+    task = task_factory.get_task(params.task)
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(params.task.train_data)))
+    model(batch)
+    reader = tf.train.load_checkpoint(checkpoint)
+    encoder_keys = [key for key, _ in tf.train.list_variables(checkpoint)
+                    if key.startswith('encoder/')]
+    self.assertNotEmpty(encoder_keys)
+
+    def saved_encoder():
+      path = tf.train.Checkpoint(encoder=model.checkpoint_items['encoder']).write(
+          os.path.join(self.get_temp_dir(), f'finetune_{len(os.listdir(self.get_temp_dir()))}'))
+      return tf.train.load_checkpoint(path)
+
+    before = saved_encoder()
+    self.assertFalse(all(np.array_equal(before.get_tensor(key), reader.get_tensor(key))
+                         for key in encoder_keys))
+    task.initialize(model)
+    after = saved_encoder()
+    # Every variable of the fine-tuning encoder comes from the pretraining checkpoint's entry.
+    self.assertLen(encoder_keys, len(model.checkpoint_items['encoder'].weights))
+    for key in encoder_keys:
+      self.assertAllEqual(reader.get_tensor(key), after.get_tensor(key), msg=key)
+
+    def loss():
+      return float(task.build_losses(batch, model(batch, training=False)))
+
+    initial = loss()
+    optimizer = tf_keras.optimizers.Adam(learning_rate=1e-3)
+    for _ in range(8):
+      task.train_step(batch, model, optimizer, metrics=[])
+    self.assertLess(loss(), initial - 0.05)
+
+  def test_relative_position_checkpoints_select_the_rel_pos_experiments(self):
+    post_ln = save_tiny_pretraining_checkpoint(os.path.join(self.get_temp_dir(), 'post_ln'),
+                                                'teams_post_ln')
+    self.assertFalse(sweep.check_init_checkpoint(os.path.dirname(post_ln)))
+    self.assertTrue(sweep.check_init_checkpoint(os.path.dirname(self.coco_lm_checkpoint)))
+    # At a paper size that picks the `_rel_pos` twin, COCO-LM's encoder.
+    name = sweep.experiment_name('sst2', 'small', relative_positions=True)
+    encoder = exp_factory.get_exp_config(name).task.model.encoder
+    self.assertEqual(('glue_sst2_small_rel_pos', 'any', 32),
+                     (name, encoder.type, encoder.any.relative_position_num_buckets))
+    # The demo has one kind, relative positions at the demo recipe's scale.
+    params, _, _ = sweep.build_params(
+        'sst2', 'demo', 1, self.data_dir, os.path.dirname(self.coco_lm_checkpoint),
+        train_steps=2)
+    self.assertEqual('any', params.task.model.encoder.type)
+    self.assertEqual((32, 10.0), (params.task.model.encoder.any.relative_position_num_buckets,
+                                  params.task.model.encoder.any.relative_position_bias_scale))
+
+  def test_encoder_of_a_pre_ln_run_is_built_and_restored_whatever_the_size(self):
+    # A teams_tf.train run (params.yaml beside the checkpoint) of a pre-LN, relative-position
+    # TEAMS (the demo's scaled bias): fine-tuning builds that encoder, final LayerNorm and bias
+    # scale included, with Table 6's dropout.
+    run_dir = os.path.join(self.get_temp_dir(), 'pre_ln_run')
+    encoder_config = _demo_encoder_config().replace(norm_first=True, dropout_rate=0.0,
+                                                    attention_dropout_rate=0.0)
+    model_config = testing_utils.tiny_teams_config(
+        encoder=encoder_config, relative_position_bias=True, relative_position_bias_scale=10.0)
+    model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
+    model(testing_utils.pretraining_batch())
+    tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
+    run_params = exp_factory.get_exp_config('teams_demo')
+    run_params.task.model = model_config
+    train_utils.serialize_config(run_params, run_dir)
+
+    encoder = sweep.pretraining_encoder(run_dir)
+    params, _, _ = sweep.build_params('sst2', 'demo', 1, self.data_dir, run_dir,
+                                         train_steps=2, encoder=encoder)
+    built = params.task.model.encoder.any
+    self.assertTrue(built.norm_first)
+    self.assertEqual(32, built.relative_position_num_buckets)
+    self.assertEqual(10.0, built.relative_position_bias_scale)  # The stored table reads x10.
+    self.assertEqual(0.1, built.dropout_rate)
+    task = task_factory.get_task(params.task)
+    fine_tuning = task.build_model()
+    fine_tuning(next(iter(task.build_inputs(params.task.train_data))))
+    task.initialize(fine_tuning)
+    restored = fine_tuning.checkpoint_items['encoder']
+    self.assertTrue(any(layer.name == 'final_layer_norm' for layer in restored.layers))
+    inputs = testing_utils.encoder_inputs(testing_utils.pretraining_batch())
+    self.assertAllClose(model.discriminator_network(inputs)['sequence_output'],
+                        restored(inputs)['sequence_output'], atol=1e-5)
+    # Without a params.yaml the size's encoder stays.
+    self.assertIsNone(sweep.pretraining_encoder(os.path.dirname(self.checkpoint)))
+
+  def test_single_class_runs_are_flagged_in_the_table(self):
+    results = [dict(task='sst2', seed=seed, predicted_classes=classes,
+                    metrics=dict(accuracy=accuracy))
+               for seed, classes, accuracy in ((0, 2, 0.81), (1, 1, 0.509), (2, 2, 0.80))]
+    summary = sweep.summarize(results, ['sst2'])
+    self.assertEqual([1], summary['tasks']['sst2']['single_class_seeds'])
+    table = sweep.markdown(summary, 'title')
+    self.assertIn('1 run(s) predicted a single class', table)
+    self.assertIn('sst2 seed 1', table)
+    results[1]['predicted_classes'] = 2
+    self.assertNotIn('single class', sweep.markdown(sweep.summarize(results, ['sst2']),
+                                                       'title'))
+
+
+if __name__ == '__main__':
+  tf.test.main()
