@@ -24,7 +24,6 @@ import tensorflow as tf
 
 from teams_tf.data import corpus
 from teams_tf.preprocessing import pretraining_records
-from teams_tf.utils import progress
 
 _INPUT = flags.DEFINE_string(
     'input', None, 'Comma-separated text files or globs (sample:train names the embedded corpus).')
@@ -79,25 +78,6 @@ def _fail(message):
   sys.exit(f'error: {" ".join(str(message).split())}')
 
 
-def _print_summary(summary, output_dir, seconds):
-  counts = summary['counts']
-  lines = [
-      f'wrote {summary["records"]:,} {summary["output_kind"]} records in {len(summary["shards"])} '
-      f'shards to {os.path.abspath(output_dir)} in {progress.format_duration(seconds)}',
-      f'  input: {counts["files"]:,} files, {progress.format_bytes(counts["bytes"])}',
-      f'  documents {counts["documents"]:,}, sentences {counts["sentences"]:,}, sequences '
-      f'{counts["sequences"]:,} ({counts["two_segment_sequences"]:,} with two segments), padding '
-      f'{counts["padding_fraction"]:.1%}',
-      f'  tokens {counts["tokens"]:,}, [UNK] {counts["unk_tokens"]:,} ({counts["unk_rate"]:.4%})',
-      f'  long sentences split: {counts["long_sentences_split"]:,} into '
-      f'{counts["long_sentence_pieces"]:,} pieces (no token dropped)',
-      '  skipped: ' + ', '.join(f'{k} {v:,}' for k, v in summary['skipped'].items()),
-      '  repaired: ' + ', '.join(f'{k} {v:,}' for k, v in summary['repaired'].items()),
-      '  features: ' + ', '.join(f'{k} {v}' for k, v in summary['features'].items()),
-  ]
-  print('\n'.join(lines))
-
-
 def main(argv):
   if len(argv) > 1:
     _fail(f'unexpected arguments {argv[1:]}; every option is a --flag.')
@@ -126,7 +106,7 @@ def main(argv):
     _fail(e)
   logging.info('summary: %s',
                os.path.join(_OUTPUT_DIR.value, f'{_OUTPUT_PREFIX.value}-summary.json'))
-  _print_summary(summary, _OUTPUT_DIR.value, time.monotonic() - start)
+  print(pretraining_records.summary_text(summary, _OUTPUT_DIR.value, time.monotonic() - start))
 
 
 if __name__ == '__main__':

@@ -349,6 +349,10 @@ class _CountingProcessor:
     self._max_train_examples = max_train_examples
     self._subset_seed = subset_seed
 
+  def __getattr__(self, name):
+    # What Model Garden reads with getattr (label_type, is_regression, weight_key, ...).
+    return getattr(self._processor, name)
+
   def get_processor_name(self):
     return self._processor.get_processor_name()
 

@@ -297,6 +297,26 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
   return summary
 
 
+def summary_text(summary: dict, output_dir: str, seconds: float) -> str:
+  """What a finished run wrote and read, as lines for people (the tool's closing summary)."""
+  counts = summary['counts']
+  lines = [
+      f'wrote {summary["records"]:,} {summary["output_kind"]} records in {len(summary["shards"])} '
+      f'shards to {os.path.abspath(output_dir)} in {progress.format_duration(seconds)}',
+      f'  input: {counts["files"]:,} files, {progress.format_bytes(counts["bytes"])}',
+      f'  documents {counts["documents"]:,}, sentences {counts["sentences"]:,}, sequences '
+      f'{counts["sequences"]:,} ({counts["two_segment_sequences"]:,} with two segments), padding '
+      f'{counts["padding_fraction"]:.1%}',
+      f'  tokens {counts["tokens"]:,}, [UNK] {counts["unk_tokens"]:,} ({counts["unk_rate"]:.4%})',
+      f'  long sentences split: {counts["long_sentences_split"]:,} into '
+      f'{counts["long_sentence_pieces"]:,} pieces (no token dropped)',
+      '  skipped: ' + ', '.join(f'{k} {v:,}' for k, v in summary['skipped'].items()),
+      '  repaired: ' + ', '.join(f'{k} {v:,}' for k, v in summary['repaired'].items()),
+      '  features: ' + ', '.join(f'{k} {v}' for k, v in summary['features'].items()),
+  ]
+  return '\n'.join(lines)
+
+
 def _pack_all(source, files, options, parallel_map, corpus_stats, packing_stats):
   """Packs every source in input order, logging progress and input problems."""
   meter = progress.ProgressMeter()

@@ -26,7 +26,9 @@ def resolve_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) ->
   Raises:
     ValueError: neither exists.
   """
-  checkpoint_path = resolve_checkpoint(model_dir, checkpoint_path)
+  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  if not checkpoint_path:
+    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
   return checkpoint_path
 
 
