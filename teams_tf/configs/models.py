@@ -224,8 +224,9 @@ class TacoConfig(RelativePositions):
   """TACO (Su et al., 2022): MLM + token-alignment contrastive loss, L = L_TC + L_MLM (Eq. 11).
 
   One encoder and one forward pass; the TC loss reads the global semantics g = h - e of every
-  token (Eq. 3, 9, 10): the last-layer output minus the token's static input embedding (brought
-  to the hidden width by the encoder's own embedding projection when the widths differ).
+  token (Eq. 3, 9, 10): the last-layer output minus its "static embedding", which TACO's
+  released code takes to be the embedding layer's output (the input of the first layer, at the
+  hidden width; `shared_encoders.embedding_output`).
 
   Attributes:
     encoder: the encoder (kept); its embedding table is tied to the MLM output layer.
@@ -239,6 +240,8 @@ class TacoConfig(RelativePositions):
       (§5.2 "MLM+TP").
     tie_output_embeddings: the MLM output layer is the input embedding table (BERT, TACO; default)
       or, False, a table of its own (low-budget recipes, Geiping & Goldstein 2022).
+    tc_stop_key_gradients: L_TC trains through the anchors only, not through their positives and
+      negatives (TACO's released code, MoCo-style; the paper does not say).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('base'))
@@ -249,3 +252,4 @@ class TacoConfig(RelativePositions):
   tc_positions: str = 'all'
   mlm_positions: str = 'masked'
   tie_output_embeddings: bool = True
+  tc_stop_key_gradients: bool = True

@@ -2,9 +2,15 @@
 
 Data flow for one batch (shapes: B batch, T tokens, P masked slots, K negatives, V vocab):
   x^M --BertEncoderV2--> h [B, T, H] --MaskedLM--> MLM logits [B, P, V]                 (L_MLM)
-  g = h - e [B, T, H], e the static embedding of each input token                    (Eq. 3)
+  g = h - e [B, T, H], e the embedding output below the first layer                 (Eq. 3)
   each token: one positive g within W positions of its own sequence, K negatives g from
   other sequences of the (global) batch                                        (`token_pairs`)
+The paper calls e the token's "static embedding" (Eq. 9); its released code takes the embedding
+layer's output (word + position + type embeddings after their LayerNorm, BERT's
+`hidden_states[0]`) and stops the gradient through the positives and negatives, MoCo-style. Both
+matter at small scale: the raw word embedding (initialized at stddev 0.02) is ~50x shorter than
+the LayerNormed h, so g = h - e would be h itself, and aligning it within a sequence would make
+every h of the sequence alike, which MLM cannot read tokens from.
 The encoder is Model Garden's `BertEncoderV2` and the head its `MaskedLM`, as for BERT; TACO adds
 no parameters. The encoder is what is kept.
 """
@@ -40,12 +46,12 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
       ones for concentrated TACO).
     `sequence_output`: [B, T, H] h.
 
-  Gradients: everything is differentiable; L_TC reaches the encoder through h and the
-  embedding table through e (and through h); the pair indices carry no gradient.
+  Gradients: L_TC reaches the encoder and the embeddings through the anchors' h and e; through
+  the positives and negatives too unless `stop_key_gradients`; the pair indices carry none.
   """
 
   def __init__(self, encoder_network, window_size=5, num_negatives=50, tc_positions='all',
-               mlm_positions='masked', **kwargs):
+               mlm_positions='masked', stop_key_gradients=True, **kwargs):
     """Initializes the pretrainer.
 
     Args:
@@ -54,6 +60,7 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
       num_negatives: K.
       tc_positions: 'all' or 'masked' anchors for L_TC.
       mlm_positions: 'masked' or 'all' MLM targets.
+      stop_key_gradients: no gradient through `tc_positives` and `tc_negatives` (TACO's code).
       **kwargs: `SingleEncoderPretrainer` arguments (`mlm_activation`, `mlm_initializer`, `seed`
         of the pair-sampling stream) and Keras model arguments (`name`, ...).
     """
@@ -65,18 +72,7 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
     self._num_negatives = num_negatives
     self._tc_positions = tc_positions
     self._mlm_positions = mlm_positions
-
-  def static_embeddings(self, word_ids):
-    """e [B, T, H] float32: each input token's embedding, at the hidden width.
-
-    The encoder's own embedding projection (E -> H) maps it when the widths differ, so e is in
-    the space h lives in and stays context-independent.
-    """
-    word_embeddings, projection = shared_encoders.word_embedding_layers(self.encoder_network)
-    embeddings = word_embeddings(word_ids)
-    if projection is not None:
-      embeddings = projection(embeddings)
-    return tf.cast(embeddings, tf.float32)
+    self._stop_key_gradients = stop_key_gradients
 
   def call(self, inputs, training=None):
     """Runs the encoder once and draws the token pairs; see the class docstring."""
@@ -100,11 +96,14 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
         mlm_logits=self.masked_lm(sequence_output, mlm_positions),
         mlm_target_ids=tf.cast(targets, tf.int32), mlm_weights=tf.cast(mlm_weights, tf.float32))
 
-    semantics = tf.cast(sequence_output, tf.float32) - self.static_embeddings(word_ids)
+    static = shared_encoders.embedding_output(
+        self.encoder_network, word_ids, inputs['input_type_ids'])
+    semantics = tf.cast(sequence_output, tf.float32) - tf.cast(static, tf.float32)
+    keys = tf.stop_gradient(semantics) if self._stop_key_gradients else semantics
     positive_seed, negative_seed = tf.unstack(self._seeds.next(2))
     positive_positions, valid = token_pairs.window_positives(
         input_mask, self._window_size, positive_seed)
-    all_semantics, offset = contrastive.gather_replicas(semantics)  # [G, T, H]
+    all_keys, offset = contrastive.gather_replicas(keys)  # [G, T, H]
     all_masks, _ = contrastive.gather_replicas(input_mask)
     rows, negative_positions = token_pairs.cross_sequence_negatives(
         all_masks, self._num_negatives, negative_seed, row_offset=offset,
@@ -115,8 +114,8 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
                             tf.float32)
     outputs.update(
         global_semantics=semantics,
-        tc_positives=tf.gather(semantics, positive_positions, batch_dims=1),
-        tc_negatives=tf.gather_nd(all_semantics, tf.stack([rows, negative_positions], -1)),
+        tc_positives=tf.gather(keys, positive_positions, batch_dims=1),
+        tc_negatives=tf.gather_nd(all_keys, tf.stack([rows, negative_positions], -1)),
         tc_weights=tc_weights)
     return outputs
 
@@ -148,6 +147,7 @@ def build_taco_pretrainer(config: model_configs.TacoConfig, seed=None):
       num_negatives=config.num_negatives,
       tc_positions=config.tc_positions,
       mlm_positions=config.mlm_positions,
+      stop_key_gradients=config.tc_stop_key_gradients,
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),

@@ -224,20 +224,31 @@ def use_rank3_embedding_projection(encoder):
   return encoder
 
 
-def word_embedding_layers(encoder):
-  """(word embedding layer, E -> H projection or None) of either kind of encoder built here.
+def embedding_output(encoder, word_ids, type_ids):
+  """[B, T, H] float: the input of the encoder's first Transformer layer, without dropout.
+
+  The word, position and type embeddings after their LayerNorm, brought to the hidden width by
+  the encoder's projection when the widths differ: what the encoder adds its context to. It is
+  computed again from the embedding layers (a lookup and a LayerNorm), so the encoder's own call
+  and outputs stay Model Garden's.
 
   Args:
     encoder: Model Garden's `BertEncoderV2`, or an encoder from `build_encoder`.
+    word_ids: [B, T] int32 token ids.
+    type_ids: [B, T] int32 segment ids.
   """
   if isinstance(encoder, networks.BertEncoderV2):
-    return encoder.get_embedding_layer(), encoder._embedding_projection  # pylint: disable=protected-access
-  embedding = encoder.embedding_network
-  # `build_encoder_embeddings` wraps the shared embeddings when it adds a projection.
-  if any(layer.name == 'embedding_projection' for layer in embedding.layers):
-    return (embedding.get_layer('embeddings').get_layer('word_embeddings'),
-            embedding.get_layer('embedding_projection'))
-  return embedding.get_layer('word_embeddings'), None
+    # pylint: disable=protected-access
+    embeddings = encoder._embedding_norm_layer(
+        encoder._get_embeddings(word_ids, type_ids, None, None, None))
+    if encoder._embedding_projection is not None:
+      embeddings = encoder._embedding_projection(embeddings)
+    # pylint: enable=protected-access
+    return embeddings
+  # The mask input only shapes the attention mask, which is not needed here.
+  embeddings, _ = encoder.embedding_network([word_ids, tf.ones_like(word_ids), type_ids],
+                                            training=False)
+  return embeddings
 
 
 class SharedLayerEncoder(networks.EncoderScaffold):

@@ -24,14 +24,27 @@ def _find(vectors, target):
 
 class TacoPretrainerTest(tf.test.TestCase, parameterized.TestCase):
 
-  def test_global_semantics_are_h_minus_the_projected_static_embedding(self):
-    model = taco_pretrainer.build_taco_pretrainer(testing_utils.tiny_taco_config(), seed=1)
+  @parameterized.named_parameters(
+      ('bert_v2', dict()),
+      ('scaffold', dict(relative_position_bias=True)))
+  def test_global_semantics_are_h_minus_the_embedding_output(self, overrides):
+    model = taco_pretrainer.build_taco_pretrainer(
+        testing_utils.tiny_taco_config(**overrides), seed=1)
     batch = testing_utils.pretraining_batch()
     out = model(batch)
     ids = batch['input_word_ids'].numpy()
-    table = model.encoder_network.get_embedding_table().numpy()  # [V, E = 16]
-    kernel, bias = model.encoder_network._embedding_projection.get_weights()  # pylint: disable=protected-access
-    static = table[ids] @ kernel + bias  # Brought to H = 32.
+    def weight(name):
+      return next(w.numpy() for w in model.encoder_network.weights if name in w.name)
+
+    word = weight('word_embeddings/embeddings')[ids]  # [B, T, E = 16]
+    summed = (word + weight('position_embedding/embeddings')[:ids.shape[1]]
+              + weight('type_embeddings/embeddings')[batch['input_type_ids'].numpy()])
+    normed = (summed - summed.mean(-1, keepdims=True)) / np.sqrt(
+        summed.var(-1, keepdims=True) + 1e-12) * weight('embeddings/layer_norm/gamma') + weight(
+            'embeddings/layer_norm/beta')
+    kernel = weight('embedding_projection/kernel')
+    bias = weight('embedding_projection/bias')
+    static = normed @ kernel + bias  # Brought to H = 32.
     self.assertAllClose(out['sequence_output'].numpy() - static, out['global_semantics'],
                         atol=1e-5)
 
@@ -108,20 +121,25 @@ class TacoPretrainerTest(tf.test.TestCase, parameterized.TestCase):
       self.assertAllEqual(batch['input_mask'].numpy().astype(np.float32), out['mlm_weights'])
       self.assertEqual(original.shape + (testing_utils.VOCAB_SIZE,), out['mlm_logits'].shape)
 
-  def test_tc_loss_trains_the_encoder_and_the_embedding_table(self):
-    model = taco_pretrainer.build_taco_pretrainer(testing_utils.tiny_taco_config(), seed=4)
+  @parameterized.named_parameters(('anchors_only', True), ('all_pairs', False))
+  def test_tc_loss_trains_the_encoder_and_the_embeddings(self, stop_key_gradients):
+    model = taco_pretrainer.build_taco_pretrainer(
+        testing_utils.tiny_taco_config(tc_stop_key_gradients=stop_key_gradients), seed=4)
     batch = testing_utils.pretraining_batch()
-    with tf.GradientTape() as tape:
+    with tf.GradientTape(persistent=True) as tape:
       out = model(batch, training=True)
       hidden = out['global_semantics'].shape[-1]
       loss = contrastive.token_alignment_contrastive_loss(
           tf.reshape(out['global_semantics'], [-1, hidden]),
           tf.reshape(out['tc_positives'], [-1, hidden]),
           tf.reshape(out['tc_negatives'], [-1, 4, hidden]), tf.reshape(out['tc_weights'], [-1]))
+      keys_only = tf.reduce_sum(out['tc_positives']) + tf.reduce_sum(out['tc_negatives'])
     watched = [model.encoder_network.get_embedding_table(),
                model.encoder_network.trainable_variables[-1]]
     for gradient in tape.gradient(loss, watched):
       self.assertGreater(float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(gradient)))), 0)
+    key_gradients = [g for g in tape.gradient(keys_only, watched) if g is not None]
+    self.assertEqual(not stop_key_gradients, bool(key_gradients))
 
   def test_no_parameters_beyond_bert(self):
     config = testing_utils.tiny_taco_config()
