@@ -13,7 +13,7 @@ _ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Lowest first. A new package or top-level module must be placed here.
 LAYERS = (
-    ('utils',),  # Atomic file writes, progress lines.
+    ('utils',),  # Atomic file writes, progress lines, checkpoint paths.
     ('ops',),  # In-graph helpers: replica-independent randomness, sampling, fused kernels.
     ('configs',),  # Encoder, model, optimizer and trainer config dataclasses.
     ('data',),  # Input pipelines: corpus text, records, masking, tokenization.

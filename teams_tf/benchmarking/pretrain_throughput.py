@@ -213,8 +213,8 @@ def _run_child(job, spec, directory, prefix, timeout):
   def relay():
     for line in process.stderr:
       line = line.rstrip()
-      if line.startswith('benchmark_pretrain: '):
-        _log(f'{prefix} {line[len("benchmark_pretrain: "):]}')
+      if line.startswith(variants.PROGRESS_PREFIX):
+        _log(f'{prefix} {line.removeprefix(variants.PROGRESS_PREFIX)}')
       elif line:
         tail[:] = (tail + [line])[-30:]
 

@@ -43,11 +43,14 @@ SETTINGS = {  # name: (mixed precision dtype or None, jit_compile)
 }
 BATCH_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids', 'masked_lm_positions',
               'masked_lm_ids', 'masked_lm_weights')
+# Starts the stderr lines of a variant's process that the parent relays (`progress`); the rest
+# of its stderr (TensorFlow's logs) is kept only as the tail shown when the variant fails.
+PROGRESS_PREFIX = 'benchmark_pretrain: '
 
 
 def progress(message):
-  """A progress line on stderr; the parent process relays lines with this prefix."""
-  print(f'benchmark_pretrain: {message}', file=sys.stderr, flush=True)
+  """A progress line on stderr; the parent process relays lines with `PROGRESS_PREFIX`."""
+  print(f'{PROGRESS_PREFIX}{message}', file=sys.stderr, flush=True)
 
 
 def experiment_params(objective_key, size, seq_length, batch_size, predictions, vocab_size):

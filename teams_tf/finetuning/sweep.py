@@ -47,6 +47,7 @@ from teams_tf.registry import experiments
 from teams_tf.registry import finetune_experiments
 from teams_tf.training import run_settings
 from teams_tf.utils import atomic_files
+from teams_tf.utils import checkpoint_paths
 
 # Fields the sweep sets from its settings and data; --params_override must not set them.
 _MANAGED_FIELDS = (
@@ -117,10 +118,11 @@ def check_init_checkpoint(path):
   if not path:
     logging.warning('No --init_checkpoint: fine-tuning from a random initialization.')
     return False
-  checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
-  if not checkpoint or not tf.io.gfile.exists(checkpoint + '.index'):
+  try:
+    checkpoint = checkpoint_paths.resolve_prefix(path)
+  except ValueError as e:
     raise ValueError(f'--init_checkpoint={path} is neither a checkpoint prefix nor a folder with '
-                     'a checkpoint.')
+                     'a checkpoint.') from e
   names = [name for name, _ in tf.train.list_variables(checkpoint)
            if name.startswith('encoder/')]
   if not names:
@@ -139,11 +141,14 @@ def pretraining_encoder(init_checkpoint):
   Read from the run's params.yaml beside the checkpoint (`serving.training_runs`), so that
   fine-tuning builds the encoder that was pretrained (its vocabulary, norm placement, relative
   positions, kept depth) whatever `--size` says; None without a params.yaml.
+
+  Raises:
+    ValueError: `init_checkpoint` names no checkpoint (`check_init_checkpoint` runs first and
+      says so in the flag's words).
   """
   if not init_checkpoint:
     return None
-  checkpoint = (tf.train.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
-                else init_checkpoint)
+  checkpoint = checkpoint_paths.resolve_prefix(init_checkpoint)
   params_path = os.path.join(os.path.dirname(checkpoint), 'params.yaml')
   if not tf.io.gfile.exists(params_path):
     return None

@@ -18,18 +18,21 @@ from teams_tf.models import script_pretrainer
 from teams_tf.ops import replica_random
 from teams_tf.serving import pll_scoring
 from teams_tf.training import run_settings
+from teams_tf.utils import checkpoint_paths
 
 
 def resolve_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) -> str:
-  """`checkpoint_path` if given, else the latest checkpoint in `model_dir`.
+  """The prefix `checkpoint_path` names if given, else the latest checkpoint in `model_dir`.
 
   Raises:
-    ValueError: neither exists.
+    ValueError: `checkpoint_path` names no checkpoint, or is not given and `model_dir` holds none.
   """
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
-  if not checkpoint_path:
-    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.')
-  return checkpoint_path
+  if checkpoint_path:
+    return checkpoint_paths.resolve_prefix(checkpoint_path)
+  try:
+    return checkpoint_paths.resolve_prefix(model_dir)
+  except ValueError as e:
+    raise ValueError(f'No checkpoint in {model_dir}; pass --checkpoint_path.') from e
 
 
 def check_fits_encoder(encoder_config, vocab_file, seq_length):

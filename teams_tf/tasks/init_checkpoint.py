@@ -18,6 +18,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from teams_tf.ops import replica_random
+from teams_tf.utils import checkpoint_paths
 
 MODULES = ('encoder', 'encoder,generator', 'all')
 
@@ -104,12 +105,12 @@ def restore(model, checkpoint: str, modules: str) -> str:
     InitCheckpointError: no checkpoint at `checkpoint`, an unknown `modules`, or variables missing
       from the checkpoint or of other shapes (the first few named, with the count).
   """
-  prefix = (tf.train.latest_checkpoint(checkpoint) if tf.io.gfile.isdir(checkpoint)
-            else checkpoint)
-  if not prefix or not tf.io.gfile.exists(prefix + '.index'):
+  try:
+    prefix = checkpoint_paths.resolve_prefix(checkpoint)
+  except ValueError as e:
     raise InitCheckpointError(
         f'task.init_checkpoint={checkpoint!r} names no checkpoint; give a pretraining run\'s '
-        'model_dir or one of its ckpt-N prefixes.')
+        'model_dir or one of its ckpt-N prefixes.') from e
   targets = restore_targets(model, modules)
   missing, mismatched = mismatches(targets, prefix)
   problems = []

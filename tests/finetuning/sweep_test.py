@@ -12,89 +12,10 @@ from official.core import task_factory
 from official.core import train_utils
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.finetuning import glue
 from teams_tf.finetuning import sweep
-from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import teams_pretrainer
-from teams_tf.registry import experiments
 from tests import testing_utils
-
-_SEQ_LENGTH = 32
-_POSITIVE = ('good', 'great', 'best', 'beautiful', 'popular', 'important')
-_NEGATIVE = ('bad', 'poor', 'worst', 'small', 'difficult', 'lost')
-_NOUNS = ('film', 'story', 'music', 'book', 'game', 'city')
-
-
-def _write_tsv(path, lines):
-  with open(path, 'w', encoding='utf-8') as f:
-    f.write('\n'.join(lines) + '\n')
-
-
-def _write_glue_fixtures(root, seed=0):
-  """SST-2 and STS-B folders in GLUE's layouts, with labels that follow the words (learnable)."""
-  rng = np.random.default_rng(seed)
-  sst2, stsb = os.path.join(root, 'SST-2'), os.path.join(root, 'STS-B')
-  os.makedirs(sst2)
-  os.makedirs(stsb)
-  for name, size in (('train.tsv', 48), ('dev.tsv', 16)):
-    rows = ['sentence\tlabel']
-    for i in range(size):
-      label = i % 2
-      words = rng.choice(_POSITIVE if label else _NEGATIVE, 2)
-      rows.append(f'the {rng.choice(_NOUNS)} is {words[0]} and {words[1]} \t{label}')
-    _write_tsv(os.path.join(sst2, name), rows)
-    rows = ['index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t'
-            'sentence2\tscore']
-    for i in range(size):
-      first, second = rng.choice(_NOUNS, 2)
-      score = 5.0 if i % 3 == 0 else float(rng.integers(0, 40)) / 10
-      if score == 5.0:
-        second = first
-      rows.append(f'{i}\tmain-captions\tMSRvid\t2012test\t{i:04d}\tnone\tnone\tthe {first} is '
-                  f'good.\tthe {second} is good.\t{score:.3f}')
-    _write_tsv(os.path.join(stsb, name), rows)
-  return {'sst2': sst2, 'stsb': stsb}
-
-
-def _demo_encoder_config():
-  """The `*_demo` runs' encoder (pre-LN, no dropout), which glue_*_demo fine-tunes."""
-  return experiments.low_budget_encoder_config('demo')
-
-
-def save_tiny_pretraining_checkpoint(directory, objective='teams'):
-  """A TEAMS, COCO-LM or post-LN absolute-position TEAMS ('teams_post_ln') pretrainer, the
-  first two with the glue_*_demo encoder (relative positions at the demo's scale), saved as
-  Model Garden's trainer saves it (checkpoint_items beside `model`)."""
-  relative_positions = dict(
-      relative_position_bias=True, relative_position_num_buckets=32,
-      relative_position_max_distance=128,
-      relative_position_bias_scale=experiments.relative_position_bias_scale('demo'))
-  if objective == 'teams':
-    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(
-        encoder=_demo_encoder_config(), **relative_positions), seed=3)
-  elif objective == 'coco_lm':
-    model = coco_lm_pretrainer.build_coco_lm_pretrainer(testing_utils.tiny_coco_lm_config(
-        encoder=_demo_encoder_config(), **relative_positions), seed=3)
-  else:
-    model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=3)
-  model(testing_utils.pretraining_batch())
-  return tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
-      os.path.join(directory, 'ckpt'))
-
-
-def write_glue_records(root):
-  """SST-2 and STS-B fixtures under `<root>/glue`, converted to records in `<root>/records`.
-
-  Returns:
-    The records' folder, with one `<task>/` of `tools/create_glue_data.py` outputs per task.
-  """
-  glue_dirs = _write_glue_fixtures(os.path.join(root, 'glue'))
-  data_dir = os.path.join(root, 'records')
-  vocab = glue.check_vocabulary('sample:vocab')
-  for task, glue_dir in glue_dirs.items():
-    glue.write_records(glue.tsv_processor(task), glue_dir, vocab, True, _SEQ_LENGTH,
-                       os.path.join(data_dir, task), task, glue_dir)
-  return data_dir
+from tests.finetuning import glue_testing_utils as fixtures
 
 
 class SweepTest(tf.test.TestCase, parameterized.TestCase):
@@ -103,9 +24,9 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = os.path.join(tf.compat.v1.test.get_temp_dir(), 'sweep')
-    cls.data_dir = write_glue_records(cls.root)
-    cls.checkpoint = save_tiny_pretraining_checkpoint(os.path.join(cls.root, 'pretrain'))
-    cls.coco_lm_checkpoint = save_tiny_pretraining_checkpoint(
+    cls.data_dir = fixtures.write_glue_records(cls.root)
+    cls.checkpoint = fixtures.save_tiny_pretraining_checkpoint(os.path.join(cls.root, 'pretrain'))
+    cls.coco_lm_checkpoint = fixtures.save_tiny_pretraining_checkpoint(
         os.path.join(cls.root, 'coco_lm'), 'coco_lm')
 
   def _params(self, name='glue_sst2_demo', checkpoint=None):
@@ -113,9 +34,9 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     params.override({'task': {
         'init_checkpoint': os.path.dirname(checkpoint or self.checkpoint),
         'train_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'train.tfrecord'),
-                       'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
+                       'seq_length': fixtures.SEQ_LENGTH, 'global_batch_size': 16},
         'validation_data': {'input_path': os.path.join(self.data_dir, 'sst2', 'dev.tfrecord'),
-                            'seq_length': _SEQ_LENGTH, 'global_batch_size': 16},
+                            'seq_length': fixtures.SEQ_LENGTH, 'global_batch_size': 16},
     }})
     return params
 
@@ -159,8 +80,8 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     self.assertLess(loss(), initial - 0.05)
 
   def test_relative_position_checkpoints_select_the_rel_pos_experiments(self):
-    post_ln = save_tiny_pretraining_checkpoint(os.path.join(self.get_temp_dir(), 'post_ln'),
-                                                'teams_post_ln')
+    post_ln = fixtures.save_tiny_pretraining_checkpoint(
+        os.path.join(self.get_temp_dir(), 'post_ln'), 'teams_post_ln')
     self.assertFalse(sweep.check_init_checkpoint(os.path.dirname(post_ln)))
     self.assertTrue(sweep.check_init_checkpoint(os.path.dirname(self.coco_lm_checkpoint)))
     # At a paper size that picks the `_rel_pos` twin, COCO-LM's encoder.
@@ -181,8 +102,8 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     # TEAMS (the demo's scaled bias): fine-tuning builds that encoder, final LayerNorm and bias
     # scale included, with Table 6's dropout.
     run_dir = os.path.join(self.get_temp_dir(), 'pre_ln_run')
-    encoder_config = _demo_encoder_config().replace(norm_first=True, dropout_rate=0.0,
-                                                    attention_dropout_rate=0.0)
+    encoder_config = fixtures.demo_encoder_config().replace(norm_first=True, dropout_rate=0.0,
+                                                            attention_dropout_rate=0.0)
     model_config = testing_utils.tiny_teams_config(
         encoder=encoder_config, relative_position_bias=True, relative_position_bias_scale=10.0)
     model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from tests.finetuning import sweep_test
+from tests.finetuning import glue_testing_utils as fixtures
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
@@ -19,8 +19,8 @@ class RunGlueTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = os.path.join(tf.compat.v1.test.get_temp_dir(), 'run_glue')
-    cls.data_dir = sweep_test.write_glue_records(cls.root)
-    cls.checkpoint = sweep_test.save_tiny_pretraining_checkpoint(
+    cls.data_dir = fixtures.write_glue_records(cls.root)
+    cls.checkpoint = fixtures.save_tiny_pretraining_checkpoint(
         os.path.join(cls.root, 'pretrain'))
 
   def _run_glue(self, output_dir, *extra):
