@@ -40,6 +40,9 @@ class PretrainTaskConfig(cfg.TaskConfig):
   # serving or scoring keep plain TensorFlow ops.
   fuse_elementwise_ops: bool = True
 
+# Where `build_losses` leaves its loss terms for `process_metrics` in the model outputs.
+_LOSS_TERMS = '_loss_terms'
+
 
 def _create_layers(model, data):
   """Creates every layer of `model` by tracing one training call on `data`'s shapes.
@@ -158,9 +161,15 @@ class PretrainTask(base_task.Task):
     del metrics, labels, model_outputs
 
   def build_losses(self, labels, model_outputs, aux_losses=None):
-    """Weighted sum of the loss terms plus any Keras regularization losses, float32 scalar."""
+    """Weighted sum of the loss terms plus any Keras regularization losses, float32 scalar.
+
+    The terms are also kept in `model_outputs` (a dict) under `_LOSS_TERMS`: Model Garden's
+    train and validation steps pass the same outputs to `process_metrics` next, which reports
+    those tensors instead of building every loss a second time.
+    """
     weights = self.loss_weights()
     terms = self.loss_terms(labels, model_outputs)
+    model_outputs[_LOSS_TERMS] = terms
     total = tf.add_n([weights[name] * value for name, value in terms.items()])
     if aux_losses:
       total += tf.add_n(aux_losses)
@@ -194,7 +203,8 @@ class PretrainTask(base_task.Task):
 
   def process_metrics(self, metrics, labels, model_outputs):
     metrics = {metric.name: metric for metric in metrics}
-    for name, value in self.loss_terms(labels, model_outputs).items():
+    terms = model_outputs.get(_LOSS_TERMS) or self.loss_terms(labels, model_outputs)
+    for name, value in terms.items():
       metrics[name].update_state(value)
     self.update_task_metrics(metrics, labels, model_outputs)
     if 'mlm_context_free_accuracy' in metrics:

@@ -33,6 +33,20 @@ class MlmTaskTest(tf.test.TestCase):
     self.assertTrue(np.isfinite(report.validation_loss))
     self.assertAllClose(report.validation_loss, report.validation_metrics['mlm_loss'], rtol=1e-6)
 
+  def test_each_step_builds_its_loss_terms_once(self):
+    calls = []
+
+    class CountingTask(mlm_task.MlmPretrainTask):
+
+      def loss_terms(self, labels, model_outputs):
+        calls.append(len(calls))
+        return super().loss_terms(labels, model_outputs)
+
+    report = testing_utils.train_and_validation_step(CountingTask(_task_config()))
+    # One training and one validation step; the reported terms are the loss's own.
+    self.assertLen(calls, 2)
+    self.assertAllClose(report.train_loss, report.train_metrics['mlm_loss'], rtol=1e-6)
+
   def test_overfits_one_batch(self):
     first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 40)
     # About 0.45 * first after 40 steps.
