@@ -1,4 +1,4 @@
-"""A seed sweep of GLUE fine-tuning runs from one pretraining checkpoint, and its tables.
+"""A seed sweep of GLUE fine-tuning runs from one pretraining checkpoint.
 
 Each (task, seed) is the registered experiment `glue_<task>_<size>` (TEAMS Table 6
 hyper-parameters; at the paper sizes `..._rel_pos` when the checkpoint's encoder has COCO-LM's
@@ -12,13 +12,12 @@ experiment's epochs (Table 6: 5) over the converted train set at its batch size,
 `train_steps`; warm-up (10%) and linear decay follow the step count. Dev predictions from Model
 Garden's `sentence_prediction.predict` are scored with `teams_tf.finetuning.glue_metrics` and
 written to `<task>/seed_<k>/result.json`; a pair whose result.json exists is not run again
-(resume), and an interrupted run resumes from its last checkpoint. Finally `results.md` and
-`results.json` in `output_dir` give per task and metric the median, mean, std and min-max over
-seeds, and the GLUE average: the mean over tasks of the median of the paper's headline metric (MCC
-for CoLA, Spearman for STS-B, accuracy otherwise). `params_override` is applied to every run
-first; the fields derived above (data paths, init_checkpoint, seeds, sequence length, steps,
-warm-up, decay) cannot be overridden through it. `tools/run_glue.py` is the command line;
-`SweepSettings` holds its flags' values, `prepare` configures every run and `run` trains them.
+(resume), and an interrupted run resumes from its last checkpoint. Finally `sweep_report` writes
+the tables over seeds, `results.md` and `results.json`, to `output_dir`. `params_override` is
+applied to every run first; the fields derived above (data paths, init_checkpoint, seeds,
+sequence length, steps, warm-up, decay) cannot be overridden through it. `tools/run_glue.py` is
+the command line; `SweepSettings` holds its flags' values, `prepare` configures every run and
+`run` trains them.
 """
 
 import dataclasses
@@ -43,10 +42,10 @@ from official.nlp.data import data_loader_factory
 from official.nlp.tasks import sentence_prediction
 
 from teams_tf.finetuning import glue_metrics
+from teams_tf.finetuning import sweep_report
 from teams_tf.registry import experiments
 from teams_tf.registry import finetune_experiments
 from teams_tf.training import run_settings
-from teams_tf.utils import atomic_files
 from teams_tf.utils import checkpoint_paths
 
 # Fields the sweep sets from its settings and data; --params_override must not set them.
@@ -86,21 +85,6 @@ def _get(params, dotted):
 def _read_json(path):
   with tf.io.gfile.GFile(path, 'r') as f:
     return json.load(f)
-
-
-def _write_json_atomically(path, data):
-  # NaN (an undefined correlation) becomes null, so the file is strict JSON.
-  atomic_files.write_json(path, _nan_to_none(data))
-
-
-def _nan_to_none(data):
-  if isinstance(data, dict):
-    return {key: _nan_to_none(value) for key, value in data.items()}
-  if isinstance(data, (list, tuple)):
-    return [_nan_to_none(value) for value in data]
-  if isinstance(data, float) and math.isnan(data):
-    return None
-  return data
 
 
 def experiment_name(task, size, relative_positions=False):
@@ -327,80 +311,6 @@ def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
   }
 
 
-def summarize(results, tasks):
-  """Per task and metric: median, mean, std (n - 1), min, max over seeds; GLUE average.
-
-  Args:
-    results: list of result dicts (`run_one`'s, or read back from result.json).
-    tasks: task names in table order.
-
-  Returns:
-    {'tasks': {task: {'seeds', 'headline_metric', 'metrics': {name: stats},
-                      'single_class_seeds': seeds whose dev predictions were one class}},
-     'glue_average': {'median', 'mean', 'tasks'}} with scores in [-1, 1]; NaN stays NaN.
-  """
-  summary = {'tasks': {}}
-  for task in tasks:
-    runs = sorted((r for r in results if r['task'] == task), key=lambda r: r['seed'])
-    if not runs:
-      continue
-    metrics = {}
-    for name in glue_metrics.TASK_METRICS[task]:
-      values = np.array([np.nan if r['metrics'][name] is None else r['metrics'][name]
-                         for r in runs], np.float64)
-      metrics[name] = {
-          'median': float(np.median(values)),
-          'mean': float(np.mean(values)),
-          'std': float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
-          'min': float(np.min(values)),
-          'max': float(np.max(values)),
-          'values': [float(v) for v in values],
-      }
-    summary['tasks'][task] = {'seeds': [r['seed'] for r in runs],
-                              'headline_metric': glue_metrics.headline_metric(task),
-                              'metrics': metrics,
-                              'single_class_seeds': [r['seed'] for r in runs
-                                                     if r.get('predicted_classes') == 1]}
-  headlines = [entry['metrics'][entry['headline_metric']]
-               for entry in summary['tasks'].values()]
-  summary['glue_average'] = {
-      'median': float(np.mean([h['median'] for h in headlines])) if headlines else float('nan'),
-      'mean': float(np.mean([h['mean'] for h in headlines])) if headlines else float('nan'),
-      'tasks': list(summary['tasks']),
-  }
-  return summary
-
-
-def markdown(summary, title):
-  """The summary as a Markdown table, scores x 100."""
-  lines = [f'# {title}', '',
-           'GLUE dev sets (MNLI: matched), scores x 100 over seeds; std with n - 1; the '
-           "paper's headline metric per task in bold.", '',
-           '| task | metric | seeds | median | mean | std | min-max |',
-           '|---|---|---|---|---|---|---|']
-  for task, entry in summary['tasks'].items():
-    for name, stats in entry['metrics'].items():
-      label = glue_metrics.DESCRIPTIONS[name]
-      if name == entry['headline_metric']:
-        label = f'**{label}**'
-      lines.append(
-          f'| {task} | {label} | {len(entry["seeds"])} | {100 * stats["median"]:.2f} | '
-          f'{100 * stats["mean"]:.2f} | {100 * stats["std"]:.2f} | '
-          f'{100 * stats["min"]:.2f}-{100 * stats["max"]:.2f} |')
-  collapsed = [f'{task} seed {seed}' for task, entry in summary['tasks'].items()
-               for seed in entry.get('single_class_seeds', [])]
-  if collapsed:
-    lines += ['', f'**Warning: {len(collapsed)} run(s) predicted a single class for every dev '
-              f'example** ({", ".join(collapsed)}): their scores are the majority-class '
-              'baseline, not what the encoder learned.']
-  average = summary['glue_average']
-  lines += ['', f'GLUE average over {len(average["tasks"])} task(s) '
-            f'({", ".join(average["tasks"])}) of the headline metric: '
-            f'{100 * average["median"]:.2f} (medians over seeds), '
-            f'{100 * average["mean"]:.2f} (means).', '']
-  return '\n'.join(lines)
-
-
 @dataclasses.dataclass(frozen=True)
 class SweepSettings:
   """What a sweep runs: the values of `tools/run_glue.py`'s flags.
@@ -469,16 +379,6 @@ def prepare(settings):
   return SweepPlan(tasks, seeds, configs, relative_positions)
 
 
-def _write_tables(results, settings, plan):
-  summary = summarize(results, plan.tasks)
-  summary.update(size=settings.size, init_checkpoint=settings.init_checkpoint, seeds=plan.seeds)
-  table = markdown(summary, f'GLUE: {settings.init_checkpoint or "random init"}, size '
-                   f'{settings.size}, seeds {",".join(map(str, plan.seeds))}')
-  _write_json_atomically(os.path.join(settings.output_dir, 'results.json'), summary)
-  atomic_files.write_text(os.path.join(settings.output_dir, 'results.md'), table)
-  return table
-
-
 def run(settings, plan):
   """Runs every (task, seed) of `plan` without a result.json, then writes the tables.
 
@@ -487,8 +387,8 @@ def run(settings, plan):
     plan: `prepare(settings)`.
 
   Returns:
-    The Markdown table (`markdown`) of all runs' results, also written to `results.md` beside
-    `results.json` (`summarize`'s summary with size, init_checkpoint and seeds) in `output_dir`.
+    The Markdown table of all runs' results, written with `results.json` to `output_dir` by
+    `sweep_report.write_tables`.
   """
   run_dirs = {pair: os.path.join(settings.output_dir, pair[0], f'seed_{pair[1]}')
               for pair in plan.configs}
@@ -508,7 +408,7 @@ def run(settings, plan):
     logging.info('=== run %d/%d: %s seed %d ===', index + 1, len(to_run), task, seed)
     result = run_one(experiment_name(task, settings.size, plan.relative_positions), task, seed,
                      run_dirs[(task, seed)], params, meta, steps_description)
-    _write_json_atomically(os.path.join(run_dirs[(task, seed)], 'result.json'), result)
+    sweep_report.write_json(os.path.join(run_dirs[(task, seed)], 'result.json'), result)
     elapsed = time.time() - start
     remaining = len(to_run) - index - 1
     headline = result['headline_metric']
@@ -519,4 +419,5 @@ def run(settings, plan):
                  elapsed / (index + 1) * remaining, remaining)
 
   results = [_read_json(os.path.join(run_dir, 'result.json')) for run_dir in run_dirs.values()]
-  return _write_tables(results, settings, plan)
+  return sweep_report.write_tables(results, settings.output_dir, plan.tasks, plan.seeds,
+                                   settings.size, settings.init_checkpoint)

@@ -133,19 +133,6 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     # Without a params.yaml the size's encoder stays.
     self.assertIsNone(sweep.pretraining_encoder(os.path.dirname(self.checkpoint)))
 
-  def test_single_class_runs_are_flagged_in_the_table(self):
-    results = [dict(task='sst2', seed=seed, predicted_classes=classes,
-                    metrics=dict(accuracy=accuracy))
-               for seed, classes, accuracy in ((0, 2, 0.81), (1, 1, 0.509), (2, 2, 0.80))]
-    summary = sweep.summarize(results, ['sst2'])
-    self.assertEqual([1], summary['tasks']['sst2']['single_class_seeds'])
-    table = sweep.markdown(summary, 'title')
-    self.assertIn('1 run(s) predicted a single class', table)
-    self.assertIn('sst2 seed 1', table)
-    results[1]['predicted_classes'] = 2
-    self.assertNotIn('single class', sweep.markdown(sweep.summarize(results, ['sst2']),
-                                                       'title'))
-
 
 if __name__ == '__main__':
   tf.test.main()
