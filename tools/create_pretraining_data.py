@@ -13,13 +13,13 @@ for `--dupe_factor` statically masked copies in Model Garden's BERT format
 final summary; bad flags or an unusable vocabulary exit with a one-line `error: ...`.
 """
 
+import dataclasses
 import os
 import sys
 import time
 
 from absl import app
 from absl import flags
-from absl import logging
 import tensorflow as tf
 
 from teams_tf.data import corpus
@@ -34,11 +34,9 @@ _TFDS_NAME = flags.DEFINE_string('tfds_name', None, 'TFDS text dataset, instead 
 _TFDS_SPLIT = flags.DEFINE_string('tfds_split', 'train', 'TFDS split.')
 _TFDS_TEXT_KEY = flags.DEFINE_string('tfds_text_key', 'text', 'TFDS feature holding the text.')
 _TFDS_DATA_DIR = flags.DEFINE_string('tfds_data_dir', None, 'TFDS data directory.')
-_VOCAB_FILE = flags.DEFINE_string(
-    'vocab_file', None, 'WordPiece vocabulary with [PAD] [UNK] [CLS] [SEP] [MASK] (sample:vocab '
-    'for the embedded one); the one training will use.')
-_LOWER_CASE = flags.DEFINE_bool(
-    'lower_case', True, 'Lowercase and strip accents; must match the vocabulary.')
+flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary with [PAD] [UNK] [CLS] [SEP] '
+                    '[MASK] (sample:vocab for the embedded one); the one training will use.')
+flags.DEFINE_bool('lower_case', True, 'Lowercase and strip accents; must match the vocabulary.')
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Directory for the shards and the summary.')
 _OUTPUT_PREFIX = flags.DEFINE_string(
     'output_prefix', 'pretrain', 'Shard names are <prefix>-00000-of-00008.tfrecord.')
@@ -47,65 +45,45 @@ _OUTPUT_KIND = flags.DEFINE_enum(
     'output_kind', 'masked', pretraining_records.OUTPUT_KINDS,
     'unmasked: input_ids/input_mask/segment_ids, masked at training time; masked: plus '
     'masked_lm_positions/ids/weights, --dupe_factor copies per sequence.')
-_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'T, tokens per sequence including specials.')
-_NUM_SEGMENTS = flags.DEFINE_integer(
-    'num_segments', 2,
-    '2: [CLS] A [SEP] B [SEP] split at a random sentence boundary; 1: [CLS] A [SEP].')
-_DUPE_FACTOR = flags.DEFINE_integer(
+flags.DEFINE_integer('seq_length', 128, 'T, tokens per sequence including specials.')
+flags.DEFINE_integer('num_segments', 2, '2: [CLS] A [SEP] B [SEP] split at a random sentence '
+                     'boundary; 1: [CLS] A [SEP].')
+flags.DEFINE_integer(
     'dupe_factor', 40, 'Masked copies of each sequence, each masked differently (TEAMS: 40).')
-_MAX_PREDICTIONS = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'max_predictions_per_seq', 20, 'P, prediction slots per sequence (20 for T=128).')
-_MASK_RATE = flags.DEFINE_float('mask_rate', 0.15, 'Fraction of tokens to predict (BERT: 0.15).')
-_MASK_TOKEN_RATE = flags.DEFINE_float(
+flags.DEFINE_float('mask_rate', 0.15, 'Fraction of tokens to predict (BERT: 0.15).')
+flags.DEFINE_float(
     'mask_token_rate', 0.8, 'Probability that a predicted token becomes [MASK] (BERT: 0.8).')
-_RANDOM_TOKEN_RATE = flags.DEFINE_float(
-    'random_token_rate', 0.1,
-    'Probability that a predicted token becomes a random token (BERT: 0.1).')
-_WHOLE_WORD_MASKING = flags.DEFINE_bool(
-    'whole_word_masking', False, 'Mask all WordPiece pieces of a word together.')
-_SEED = flags.DEFINE_integer('seed', 12345, 'Seeds sentence-pair splits, shuffling and masking.')
+flags.DEFINE_float('random_token_rate', 0.1, 'Probability that a predicted token becomes a random '
+                   'token (BERT: 0.1).')
+flags.DEFINE_bool('whole_word_masking', False, 'Mask all WordPiece pieces of a word together.')
+flags.DEFINE_integer('seed', 12345, 'Seeds sentence-pair splits, shuffling and masking.')
 _NUM_WORKERS = flags.DEFINE_integer(
     'num_workers', os.cpu_count() or 1, 'Worker processes (spawned); 1 runs in this process.')
 _OVERWRITE = flags.DEFINE_bool(
     'overwrite', False, 'Replace existing shards and summary with this prefix.')
 
-_MASKING_FLAGS = ('dupe_factor', 'max_predictions_per_seq', 'mask_rate', 'mask_token_rate',
-                  'random_token_rate', 'whole_word_masking')
-
-
-def _fail(message):
-  """Exits with a one-line error instead of a stack trace."""
-  sys.exit(f'error: {" ".join(str(message).split())}')
-
 
 def main(argv):
-  if len(argv) > 1:
-    _fail(f'unexpected arguments {argv[1:]}; every option is a --flag.')
-  if _OUTPUT_KIND.value == 'unmasked':
-    given = [f'--{name}' for name in _MASKING_FLAGS if flags.FLAGS[name].present]
-    if given:
-      _fail(f'{", ".join(given)} only apply to --output_kind=masked; unmasked records are masked '
-            'at training time.')
-  source = corpus.CorpusSource(
-      input_patterns=_INPUT.value or '', document_mode=_DOCUMENT_MODE.value,
-      tfds_name=_TFDS_NAME.value or '', tfds_split=_TFDS_SPLIT.value,
-      tfds_text_key=_TFDS_TEXT_KEY.value, tfds_data_dir=_TFDS_DATA_DIR.value or '')
-  options = pretraining_records.RecordOptions(
-      vocab_file=_VOCAB_FILE.value, lower_case=_LOWER_CASE.value, seq_length=_SEQ_LENGTH.value,
-      num_segments=_NUM_SEGMENTS.value, output_kind=_OUTPUT_KIND.value,
-      dupe_factor=_DUPE_FACTOR.value, max_predictions_per_seq=_MAX_PREDICTIONS.value,
-      mask_rate=_MASK_RATE.value, mask_token_rate=_MASK_TOKEN_RATE.value,
-      random_token_rate=_RANDOM_TOKEN_RATE.value, whole_word_masking=_WHOLE_WORD_MASKING.value,
-      seed=_SEED.value)
-  start = time.monotonic()
   try:
+    if len(argv) > 1:
+      raise ValueError(f'unexpected arguments {argv[1:]}; every option is a --flag.')
+    pretraining_records.check_masking_options(
+        _OUTPUT_KIND.value, [name for name in flags.FLAGS if flags.FLAGS[name].present])
+    source = corpus.CorpusSource(
+        input_patterns=_INPUT.value or '', document_mode=_DOCUMENT_MODE.value,
+        tfds_name=_TFDS_NAME.value or '', tfds_split=_TFDS_SPLIT.value,
+        tfds_text_key=_TFDS_TEXT_KEY.value, tfds_data_dir=_TFDS_DATA_DIR.value or '')
+    options = pretraining_records.RecordOptions(**{  # Each option is the flag of its name.
+        field.name: flags.FLAGS[field.name].value
+        for field in dataclasses.fields(pretraining_records.RecordOptions)})
+    start = time.monotonic()
     summary = pretraining_records.create_pretraining_data(
         source, options, _OUTPUT_DIR.value, output_prefix=_OUTPUT_PREFIX.value,
         num_shards=_NUM_SHARDS.value, num_workers=_NUM_WORKERS.value, overwrite=_OVERWRITE.value)
   except (ValueError, tf.errors.OpError) as e:  # OpError: an unreadable input or output path.
-    _fail(e)
-  logging.info('summary: %s',
-               os.path.join(_OUTPUT_DIR.value, f'{_OUTPUT_PREFIX.value}-summary.json'))
+    sys.exit(f'error: {" ".join(str(e).split())}')  # One line instead of a stack trace.
   print(pretraining_records.summary_text(summary, _OUTPUT_DIR.value, time.monotonic() - start))
 
 

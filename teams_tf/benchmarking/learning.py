@@ -12,11 +12,15 @@ it ends, so the report fills in across sessions. The report (`learning.md`, `lea
 import dataclasses
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
 from typing import Optional
 
+from official.core import exp_factory
+
+from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
 from teams_tf.utils import atomic_files
 
@@ -83,6 +87,92 @@ class Setup:
   validation_steps: int
   work_dir: str
   out_dir: str
+
+
+def _run(command: list[str]) -> None:
+  print('$', ' '.join(command), flush=True)
+  subprocess.run(command, check=True)
+
+
+def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int, seq_length: int,
+                 tools_dir: str) -> tuple[str, str, str]:
+  """Builds, once, the corpus vocabulary and unmasked records of every run under `work_dir`.
+
+  The vocabulary is learned from wiki_00-48 by `tools/build_vocab.py`; the records of wiki_00-48
+  (training) and wiki_49 (held out) are written by `tools/create_pretraining_data.py`, each tool
+  run as its own command (printed first) so that its progress and errors show as they would
+  from the command line. Whatever a previous call completed is kept.
+
+  Args:
+    corpus_dir: directory of wiki_00.txt ... wiki_49.txt.
+    work_dir: gets `vocab_<vocab_size>.txt` and `records_<vocab_size>_{train,valid}/`.
+    vocab_size: target size of the vocabulary.
+    seq_length: T of the records.
+    tools_dir: the repository's tools/ directory, whose scripts build the data.
+
+  Returns:
+    (vocabulary file, training records pattern, held-out records pattern).
+
+  Raises:
+    ValueError: `corpus_dir` lacks one of the 50 files.
+  """
+  names = [f'wiki_{i:02d}.txt' for i in range(50)]
+  missing = [name for name in names if not os.path.exists(os.path.join(corpus_dir, name))]
+  if missing:
+    raise ValueError(f'--corpus_dir={corpus_dir} lacks {", ".join(missing[:3])}...; point it at '
+                     'the shared Wikipedia extract (shared/data/corpus/enwiki_2015_extract).')
+  train_files = ','.join(os.path.join(corpus_dir, name) for name in names[:49])
+  held_out = os.path.join(corpus_dir, names[49])
+  vocab = os.path.join(work_dir, f'vocab_{vocab_size}.txt')
+  if not os.path.exists(vocab):
+    _run([sys.executable, os.path.join(tools_dir, 'build_vocab.py'), f'--input={train_files}',
+          f'--output={vocab}', f'--vocab_size={vocab_size}'])
+  records = {}
+  for split, files in (('train', train_files), ('valid', held_out)):
+    out = os.path.join(work_dir, f'records_{vocab_size}_{split}')
+    # The summary is written last: without it the directory holds an interrupted run.
+    if not os.path.exists(os.path.join(out, 'pretrain-summary.json')):
+      _run([sys.executable, os.path.join(tools_dir, 'create_pretraining_data.py'),
+            f'--input={files}', f'--vocab_file={vocab}', f'--output_dir={out}',
+            '--output_kind=unmasked', f'--seq_length={seq_length}', '--num_shards=8',
+            '--overwrite'])
+    records[split] = os.path.join(out, 'pretrain-*.tfrecord')
+  return vocab, records['train'], records['valid']
+
+
+def step_flops(vocab_size: int) -> dict[str, float]:
+  """Objective -> training FLOPs of one step of its `<objective>_mini` with `vocab_size`.
+
+  The experiments must be registered (import `teams_tf.registry_imports`).
+  """
+  flops = {}
+  for objective in OBJECTIVES:
+    params = exp_factory.get_exp_config(f'{objective}_mini')
+    params.task.model.encoder.vocab_size = vocab_size
+    flops[objective] = experiment_flops.step_flops(params)
+  return flops
+
+
+def preamble(setup: Setup, recipe, bert_steps: int) -> str:
+  """The report's title and the paragraph saying how its runs were made.
+
+  Args:
+    setup: the runs' settings.
+    recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
+    bert_steps: the budget in BERT-mini steps (`tools/benchmark_learning.py --bert_steps`).
+  """
+  validation_data = recipe.task.validation_data
+  return '\n'.join([
+      '# Learning benchmark: mini objectives at equal training FLOPs', '',
+      f'`python tools/benchmark_learning.py --bert_steps={bert_steps}`: every '
+      f'`<objective>_mini` (registry/experiments.py) trained to {setup.max_train_flops:.3g} '
+      f'FLOPs ({bert_steps:,} BERT-mini steps) on wiki_00-48 of the shared Wikipedia '
+      f'extract, held-out evaluation on wiki_49 '
+      f'({validation_data.mask_rate:.0%} masking, {setup.validation_steps} batches '
+      f'of {validation_data.global_batch_size} x {recipe.task.train_data.seq_length} tokens) '
+      f'every {setup.validation_interval} steps; corpus vocabulary of {setup.vocab_size:,} '
+      f'WordPiece tokens; machine: {platform.processor() or platform.machine()}, '
+      f'{os.cpu_count()} cores.'])
 
 
 def overrides(setup: Setup) -> str:

@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+from typing import Iterable
 
 from absl import logging
 import numpy as np
@@ -41,6 +42,9 @@ from teams_tf.utils import atomic_files
 from teams_tf.utils import progress
 
 OUTPUT_KINDS = ('unmasked', 'masked')
+# The `RecordOptions` only masked output reads: unmasked records are masked at training time.
+MASKING_OPTIONS = ('dupe_factor', 'max_predictions_per_seq', 'mask_rate', 'mask_token_rate',
+                   'random_token_rate', 'whole_word_masking')
 # Sequences masked per tf.data input chunk; bounds memory, never changes the output.
 _CHUNK_SIZE = 8192
 
@@ -77,6 +81,17 @@ class RecordOptions:
           max_predictions_per_seq=self.max_predictions_per_seq, mask_rate=self.mask_rate,
           mask_token_rate=self.mask_token_rate, random_token_rate=self.random_token_rate,
           special_ids=vocab.special_ids, mask_id=vocab.mask_id, vocab_size=vocab.size)
+
+
+def check_masking_options(output_kind: str, given: Iterable[str]) -> None:
+  """Refuses masking options set for unmasked output, where they would do nothing.
+
+  `given` names the options set explicitly (the tool's flags); the ValueError names them.
+  """
+  named = [f'--{name}' for name in MASKING_OPTIONS if name in given]
+  if output_kind == 'unmasked' and named:
+    raise ValueError(f'{", ".join(named)} only apply to --output_kind=masked; unmasked records '
+                     'are masked at training time.')
 
 
 def feature_spec(options: RecordOptions) -> dict[str, tf.io.FixedLenFeature]:
@@ -293,7 +308,9 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
 
   summary = _summary(source, files, options, vocab, corpus_stats, packing_stats, names,
                      shard_records)
-  atomic_files.write_json(os.path.join(output_dir, f'{output_prefix}-summary.json'), summary)
+  summary_path = os.path.join(output_dir, f'{output_prefix}-summary.json')
+  atomic_files.write_json(summary_path, summary)
+  logging.info('summary: %s', summary_path)
   return summary
 
 

@@ -3,9 +3,13 @@
 import dataclasses
 import json
 import os
+from unittest import mock
 
 import tensorflow as tf
 
+from official.core import exp_factory
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 
 
@@ -85,6 +89,53 @@ class LearningTest(tf.test.TestCase):
     for field in ('trainer.max_train_flops=1000000000000.0', 'task.model.encoder.vocab_size=100',
                   'task.train_data.input_format=tfrecord'):
       self.assertIn(field, override)
+
+  def test_prepare_data_names_missing_corpus_files(self):
+    corpus_dir = self.get_temp_dir()
+    with open(os.path.join(corpus_dir, 'wiki_00.txt'), 'w'):
+      pass
+    with self.assertRaisesRegex(ValueError, f'--corpus_dir={corpus_dir} lacks wiki_01.txt, '
+                                'wiki_02.txt, wiki_03.txt...'):
+      learning.prepare_data(corpus_dir, self.get_temp_dir(), 100, 32, 'tools')
+
+  def test_prepare_data_builds_only_what_is_missing(self):
+    root = self.get_temp_dir()
+    corpus_dir, work_dir = os.path.join(root, 'corpus'), os.path.join(root, 'work')
+    os.makedirs(corpus_dir)
+    for i in range(50):
+      with open(os.path.join(corpus_dir, f'wiki_{i:02d}.txt'), 'w'):
+        pass
+    # The vocabulary and the training records are complete; the held-out records are not.
+    os.makedirs(os.path.join(work_dir, 'records_100_train'))
+    os.makedirs(os.path.join(work_dir, 'records_100_valid'))
+    for path in ('vocab_100.txt', 'records_100_train/pretrain-summary.json'):
+      with open(os.path.join(work_dir, path), 'w'):
+        pass
+    with mock.patch.object(learning.subprocess, 'run') as run:
+      paths = learning.prepare_data(corpus_dir, work_dir, 100, 32, 'tools')
+    self.assertEqual((os.path.join(work_dir, 'vocab_100.txt'),
+                      os.path.join(work_dir, 'records_100_train', 'pretrain-*.tfrecord'),
+                      os.path.join(work_dir, 'records_100_valid', 'pretrain-*.tfrecord')), paths)
+    run.assert_called_once()
+    command = run.call_args.args[0]
+    self.assertEqual(os.path.join('tools', 'create_pretraining_data.py'), command[1])
+    self.assertIn(f'--input={os.path.join(corpus_dir, "wiki_49.txt")}', command)
+    self.assertIn('--seq_length=32', command)
+
+  def test_step_flops_of_every_objective_grow_with_the_vocabulary(self):
+    small, large = learning.step_flops(1000), learning.step_flops(8000)
+    self.assertEqual(set(learning.OBJECTIVES), set(small))
+    for objective in learning.OBJECTIVES:
+      self.assertGreater(large[objective], small[objective])
+
+  def test_preamble_states_budget_and_evaluation(self):
+    setup = _setup(self.get_temp_dir())
+    text = learning.preamble(setup, exp_factory.get_exp_config('bert_mini'), 3000)
+    self.assertStartsWith(text, '# Learning benchmark: mini objectives at equal training FLOPs\n')
+    self.assertIn('--bert_steps=3000`', text)
+    self.assertIn('trained to 1e+12 FLOPs (3,000 BERT-mini steps)', text)
+    self.assertIn('2 batches of', text)
+    self.assertIn('every 10 steps; corpus vocabulary of 100 WordPiece tokens', text)
 
 
 if __name__ == '__main__':

@@ -293,6 +293,14 @@ class PretrainingRecordsTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, error):
       self._create(**overrides)
 
+  def test_masking_options_of_unmasked_output_are_refused(self):
+    given = ['seed', 'mask_rate', 'dupe_factor']
+    with self.assertRaisesRegex(ValueError, '^--dupe_factor, --mask_rate only apply to '
+                                '--output_kind=masked;'):
+      pretraining_records.check_masking_options('unmasked', given)
+    pretraining_records.check_masking_options('masked', given)
+    pretraining_records.check_masking_options('unmasked', ['seed', 'seq_length'])
+
   def test_existing_outputs_need_overwrite(self):
     _, _, output_dir = self._create()
     with self.assertRaisesRegex(ValueError, 'already holds 4 output file.*--overwrite'):
