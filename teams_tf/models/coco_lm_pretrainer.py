@@ -204,16 +204,14 @@ def validate_config(config: model_configs.CocoLmConfig):
   Raises:
     ValueError: naming the field, the bad value and the valid range or fix.
   """
-  num_layers = config.encoder.num_layers
   if config.replacement not in _REPLACEMENTS:
     raise ValueError(f'replacement={config.replacement!r} must be one of {_REPLACEMENTS} '
                      "('auxiliary' = COCO-LM).")
   if config.replacement == 'auxiliary':
-    if not 1 <= config.num_generator_layers <= num_layers:
-      raise ValueError(
-          f'num_generator_layers={config.num_generator_layers} must be in [1, {num_layers}] '
-          '(COCO-LM: 4 for a 12-layer main Transformer, 6 for 24).')
-    shared_encoders.generator_encoder_config(config.encoder, config.generator_width_fraction)
+    # COCO-LM's auxiliary model: 4 layers for a 12-layer main Transformer, 6 for 24; no tied
+    # layers.
+    shared_encoders.check_encoder_pair(config.encoder, config.num_generator_layers, 0,
+                                       config.generator_width_fraction)
   if config.replacement == 'random' and not config.tie_output_embeddings:
     raise ValueError("tie_output_embeddings=False with replacement='random': there is no "
                      'auxiliary MLM head to untie; leave it True.')

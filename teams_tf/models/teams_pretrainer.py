@@ -216,23 +216,12 @@ def resolve_layout(config: model_configs.TeamsConfig):
     ValueError: naming the field, the bad value and the valid range.
   """
   num_layers = config.encoder.num_layers
+  # None: half the discriminator depth, and its bottom half shared (the paper's defaults).
   depth = (max(1, num_layers // 2) if config.num_generator_layers is None
            else config.num_generator_layers)
-  if not 1 <= depth <= num_layers:
-    raise ValueError(
-        f'num_generator_layers={depth} must be in [1, {num_layers}] (the discriminator depth; '
-        'None = half of it, the paper default).')
-  shared_encoders.generator_encoder_config(config.encoder, config.generator_width_fraction)
   num_shared = depth // 2 if config.num_shared_layers is None else config.num_shared_layers
-  if not 0 <= num_shared <= depth:
-    raise ValueError(
-        f'num_shared_layers={config.num_shared_layers} must be in [0, {depth}] for a '
-        f'{depth}-layer generator (0 = no tie, {depth} = full tie, None = bottom half).')
-  if num_shared and config.generator_width_fraction != 1:
-    raise ValueError(
-        f'num_shared_layers={num_shared} needs a full-width generator, but '
-        f'generator_width_fraction={config.generator_width_fraction}; set '
-        'num_shared_layers=0 (ELECTRA ties only the embeddings).')
+  shared_encoders.check_encoder_pair(config.encoder, depth, num_shared,
+                                     config.generator_width_fraction)
   for field in ('rtd_loss_weight', 'mws_loss_weight'):
     if getattr(config, field) < 0:
       raise ValueError(f'{field}={getattr(config, field)} must be >= 0 (0 disables the task).')

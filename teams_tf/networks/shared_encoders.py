@@ -347,6 +347,41 @@ def generator_encoder_config(encoder_config, width_fraction):
   return config
 
 
+def check_encoder_pair(encoder_config, num_generator_layers, num_shared_layers,
+                       generator_width_fraction=1.0):
+  """Checks the shape of a generator/discriminator pair; returns the generator's encoder config.
+
+  The pretrainer configs (TEAMS, ELECTRA, COCO-LM) call it when a task is created, before any
+  model is built; `build_generator_and_discriminator` calls it again.
+
+  Args:
+    encoder_config: a `BertEncoderConfig` for the discriminator.
+    num_generator_layers: generator depth, in [1, discriminator layers].
+    num_shared_layers: bottom generator layers that are discriminator layers, in
+      [0, num_generator_layers]; must be 0 unless the generator has the full width.
+    generator_width_fraction: see `generator_encoder_config`.
+
+  Raises:
+    ValueError: a depth, width or sharing count out of range, naming the field and the fix.
+  """
+  num_layers = encoder_config.num_layers
+  if not 1 <= num_generator_layers <= num_layers:
+    raise ValueError(
+        f'num_generator_layers={num_generator_layers} must be in [1, {num_layers}] (at most the '
+        'discriminator depth).')
+  if not 0 <= num_shared_layers <= num_generator_layers:
+    raise ValueError(
+        f'num_shared_layers={num_shared_layers} must be in [0, {num_generator_layers}] for a '
+        f'{num_generator_layers}-layer generator (0 = no tie, {num_generator_layers} = full tie).')
+  generator_config = generator_encoder_config(encoder_config, generator_width_fraction)
+  if num_shared_layers and generator_width_fraction != 1:
+    raise ValueError(
+        f'num_shared_layers={num_shared_layers} needs a full-width generator, but '
+        f'generator_width_fraction={generator_width_fraction}; set num_shared_layers=0 (ELECTRA '
+        'ties only the embeddings) or the fraction to 1.')
+  return generator_config
+
+
 def build_generator_and_discriminator(encoder_config, num_generator_layers,
                                       num_shared_layers, generator_width_fraction=1.0,
                                       relative_position_num_buckets=0,
@@ -374,20 +409,8 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
     ValueError: a depth, width or sharing count out of range, naming the bad value.
   """
   num_layers = encoder_config.num_layers
-  if not 1 <= num_generator_layers <= num_layers:
-    raise ValueError(
-        f'The generator needs 1 to {num_layers} layers (the discriminator depth), '
-        f'got {num_generator_layers}.')
-  if not 0 <= num_shared_layers <= num_generator_layers:
-    raise ValueError(
-        f'num_shared_layers={num_shared_layers} must be in [0, {num_generator_layers}] '
-        '(0 = no tie, generator depth = full tie).')
-  generator_config = generator_encoder_config(encoder_config, generator_width_fraction)
-  if num_shared_layers and generator_config.hidden_size != encoder_config.hidden_size:
-    raise ValueError(
-        f'num_shared_layers={num_shared_layers} needs a generator as wide as the '
-        f'discriminator, but generator_width_fraction={generator_width_fraction}; set '
-        'num_shared_layers=0 (ELECTRA ties only the embeddings) or the fraction to 1.')
+  generator_config = check_encoder_pair(encoder_config, num_generator_layers, num_shared_layers,
+                                        generator_width_fraction)
   generator_bias = discriminator_bias = None
   if relative_position_num_buckets:
     discriminator_bias = build_position_bias(encoder_config, relative_position_num_buckets,

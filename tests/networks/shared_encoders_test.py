@@ -97,7 +97,7 @@ class SharedEncodersTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(
       ('fractional_heads', 0.3, 0, 'whole, positive sizes'),
-      ('shared_layers_need_full_width', 0.5, 1, 'as wide as the discriminator'))
+      ('shared_layers_need_full_width', 0.5, 1, 'needs a full-width generator'))
   def test_invalid_widths(self, fraction, shared, message):
     with self.assertRaisesRegex(ValueError, message):
       shared_encoders.build_generator_and_discriminator(
@@ -114,8 +114,8 @@ class SharedEncodersTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual((2, 8, 32), tuple(generator([ids, ids, ids * 0])['sequence_output'].shape))
 
   @parameterized.named_parameters(
-      ('too_deep_generator', 3, 0, 'generator needs 1 to 2'),
-      ('empty_generator', 0, 0, 'generator needs 1 to 2'),
+      ('too_deep_generator', 3, 0, r'num_generator_layers=3 must be in \[1, 2\]'),
+      ('empty_generator', 0, 0, r'num_generator_layers=0 must be in \[1, 2\]'),
       ('shares_more_than_it_has', 1, 2, r'num_shared_layers=2 must be in \[0, 1\]'))
   def test_invalid_depths(self, generator_layers, shared, message):
     with self.assertRaisesRegex(ValueError, message):
