@@ -390,11 +390,8 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
   """Builds the TEAMS/ELECTRA/COCO-LM encoder pair.
 
   Args:
-    encoder_config: a `BertEncoderConfig` for the discriminator.
-    num_generator_layers: generator depth, in [1, discriminator layers].
-    num_shared_layers: bottom generator layers that are discriminator layers, in
-      [0, num_generator_layers]; must be 0 unless the generator has the full width.
-    generator_width_fraction: see `generator_encoder_config`.
+    encoder_config, num_generator_layers, num_shared_layers, generator_width_fraction: the
+      pair's shape, as `check_encoder_pair` checks it.
     relative_position_num_buckets: 0 for absolute positions only; otherwise every layer adds a
       T5 relative position bias with this many buckets (COCO-LM §4): one table per encoder, or
       one for both when they share layers.
