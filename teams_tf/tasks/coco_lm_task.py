@@ -72,8 +72,6 @@ class CocoLmPretrainTask(pretrain_base.PretrainTask):
         tf_keras.metrics.BinaryAccuracy(name='copy_accuracy', threshold=0.0),
         tf_keras.metrics.AUC(name='copy_auc', from_logits=True),
     ]
-    if 'mlm_loss' in weights:
-      metrics.append(tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'))
     if 'lm_loss' in weights:
       # argmax of p_LM = the original token; on all LM positions and on the replaced ones
       # (COCO-LM Figure 8).
@@ -92,9 +90,6 @@ class CocoLmPretrainTask(pretrain_base.PretrainTask):
     for name in ('copy_accuracy', 'copy_auc'):
       metrics[name].update_state(model_outputs['copy_labels'], model_outputs['copy_logits'],
                                  labels['input_mask'])
-    if 'mlm_accuracy' in metrics:
-      metrics['mlm_accuracy'].update_state(
-          labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
     if 'lm_accuracy' in metrics:
       self._update_lm_accuracy(metrics, model_outputs)
     if 'scl_positive_cosine' in metrics:

@@ -2,9 +2,6 @@
 
 import dataclasses
 
-import tensorflow as tf
-import tf_keras
-
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
@@ -37,11 +34,3 @@ class MlmPretrainTask(pretrain_base.PretrainTask):
 
   def loss_terms(self, labels, model_outputs):
     return {'mlm_loss': _mlm_loss(labels, model_outputs)}
-
-  def task_metrics(self):
-    return [tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy')]
-
-  def update_task_metrics(self, metrics, labels, model_outputs):
-    metrics['mlm_accuracy'].update_state(
-        labels['masked_lm_ids'], tf.cast(model_outputs['mlm_logits'], tf.float32),
-        labels['masked_lm_weights'])

@@ -152,8 +152,16 @@ class PretrainTask(base_task.Task):
     """Dict from loss-term name (the keys of `loss_weights`) to a float32 scalar."""
     raise NotImplementedError
 
+  def mlm_targets(self, labels, model_outputs):
+    """(ids [B, P] int32, logits [B, P, V], weights [B, P] float32) of the MLM term.
+
+    The batch's masked positions; an objective that predicts elsewhere (TACO's MLM+TP) returns its
+    own. `mlm_accuracy` reads the same three.
+    """
+    return labels['masked_lm_ids'], model_outputs['mlm_logits'], labels['masked_lm_weights']
+
   def task_metrics(self):
-    """Metrics beyond one mean per loss term (accuracies, AUC, ...); default none."""
+    """Metrics beyond one mean per loss term and the MLM accuracy (AUC, ...); default none."""
     return []
 
   def update_task_metrics(self, metrics, labels, model_outputs):
@@ -176,9 +184,10 @@ class PretrainTask(base_task.Task):
     return total
 
   def build_metrics(self, training=None):
-    """One mean per loss term, the task's metrics, and in evaluation the context-free baseline.
+    """One mean per loss term, the MLM accuracy, the task's metrics, and evaluation baselines.
 
-    Beside an `mlm_accuracy`, evaluation (`training=False`, as Model Garden's trainer asks for its
+    Every objective with an `mlm_loss` reports `mlm_accuracy` (over `mlm_targets`). Beside it,
+    evaluation (`training=False`, as Model Garden's trainer asks for its
     evaluation metrics) reports `mlm_context_free_accuracy`
     (`mlm_baseline.ContextFreeMlmAccuracy`): frequency guessing plus copying, the plateau a model
     that does not read context stays on.
@@ -186,6 +195,8 @@ class PretrainTask(base_task.Task):
     metrics = [tf_keras.metrics.Mean(name=name) for name in self.loss_weights()]
     if training:
       metrics.append(non_finite.FirstNonFiniteStep())
+    if 'mlm_loss' in self.loss_weights():
+      metrics.append(tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'))
     metrics += self.task_metrics()
     if training is False and any(metric.name == 'mlm_accuracy' for metric in metrics):
       vocab = tokenization.load_vocabulary(
@@ -206,6 +217,9 @@ class PretrainTask(base_task.Task):
     terms = model_outputs.get(_LOSS_TERMS) or self.loss_terms(labels, model_outputs)
     for name, value in terms.items():
       metrics[name].update_state(value)
+    if 'mlm_accuracy' in metrics:
+      ids, logits, weights = self.mlm_targets(labels, model_outputs)
+      metrics['mlm_accuracy'].update_state(ids, tf.cast(logits, tf.float32), weights)
     self.update_task_metrics(metrics, labels, model_outputs)
     if 'mlm_context_free_accuracy' in metrics:
       metrics['mlm_context_free_accuracy'].update_state(

@@ -47,7 +47,6 @@ class ScriptPretrainTask(pretrain_base.PretrainTask):
 
   def task_metrics(self):
     return [
-        tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
         # Share of masked positions whose sample differs from the original.
         tf_keras.metrics.Mean(name='replaced_fraction'),
         tf_keras.metrics.BinaryAccuracy(name='disc_accuracy', threshold=0.0),
@@ -56,8 +55,6 @@ class ScriptPretrainTask(pretrain_base.PretrainTask):
 
   def update_task_metrics(self, metrics, labels, model_outputs):
     weights = labels['masked_lm_weights']
-    metrics['mlm_accuracy'].update_state(
-        labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
     replaced = tf.not_equal(model_outputs['replaced_ids'], labels['masked_lm_ids'])
     metrics['replaced_fraction'].update_state(tf.cast(replaced, tf.float32), weights)
     for name in ('disc_accuracy', 'disc_auc'):

@@ -3,7 +3,6 @@
 import dataclasses
 
 import tensorflow as tf
-import tf_keras
 
 from official.core import task_factory
 
@@ -36,11 +35,14 @@ class TacoPretrainTask(pretrain_base.PretrainTask):
   def term_weights(self):
     return {'mlm_loss': 1.0, 'tc_loss': self.task_config.model.tc_loss_weight}
 
+  def mlm_targets(self, labels, model_outputs):
+    del labels  # The masked positions, or every position for MLM+TP: the model chooses.
+    return (model_outputs['mlm_target_ids'], model_outputs['mlm_logits'],
+            model_outputs['mlm_weights'])
+
   def loss_terms(self, labels, model_outputs):
-    del labels  # The model outputs carry the targets of both terms.
-    terms = dict(mlm_loss=classification.masked_lm_loss(
-        model_outputs['mlm_logits'], model_outputs['mlm_target_ids'],
-        model_outputs['mlm_weights']))
+    ids, logits, weights = self.mlm_targets(labels, model_outputs)
+    terms = dict(mlm_loss=classification.masked_lm_loss(logits, ids, weights))
     if 'tc_loss' in self.loss_weights():
       hidden = tf.shape(model_outputs['global_semantics'])[-1]
       num_negatives = tf.shape(model_outputs['tc_negatives'])[2]
@@ -51,11 +53,3 @@ class TacoPretrainTask(pretrain_base.PretrainTask):
           tf.reshape(model_outputs['tc_weights'], [-1]),
           temperature=self.task_config.model.temperature)
     return terms
-
-  def task_metrics(self):
-    return [tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy')]
-
-  def update_task_metrics(self, metrics, labels, model_outputs):
-    metrics['mlm_accuracy'].update_state(
-        model_outputs['mlm_target_ids'], model_outputs['mlm_logits'],
-        model_outputs['mlm_weights'])

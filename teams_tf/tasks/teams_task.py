@@ -72,7 +72,6 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
   def task_metrics(self):
     weights = self.loss_weights()
     metrics = [
-        tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'),
         # Share of masked positions whose sampled token differs from the original.
         tf_keras.metrics.Mean(name='replaced_fraction'),
     ]
@@ -101,8 +100,6 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
   def update_task_metrics(self, metrics, labels, model_outputs):
     weights = labels['masked_lm_weights']
     input_mask = labels['input_mask']
-    metrics['mlm_accuracy'].update_state(
-        labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
     replaced = tf.cast(
         tf.not_equal(model_outputs['replaced_ids'], labels['masked_lm_ids']), tf.float32)
     metrics['replaced_fraction'].update_state(replaced, weights)
