@@ -47,8 +47,7 @@ class CocoLmPretrainTask(pretrain_base.PretrainTask):
     weights = self.loss_weights()
     terms = {}
     if 'mlm_loss' in weights:
-      terms['mlm_loss'] = classification.masked_lm_loss(
-          model_outputs['mlm_logits'], labels['masked_lm_ids'], labels['masked_lm_weights'])
+      terms['mlm_loss'] = self.mlm_loss(labels, model_outputs)
     if 'copy_loss' in weights:
       terms['copy_loss'] = classification.rtd_loss(
           model_outputs['copy_logits'], model_outputs['copy_labels'], labels['input_mask'])

@@ -5,7 +5,6 @@ import dataclasses
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.losses import classification
 from teams_tf.models import mlm_pretrainer
 from teams_tf.tasks import pretrain_base
 
@@ -14,12 +13,6 @@ from teams_tf.tasks import pretrain_base
 class MlmPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
   """BERT-MLM pretraining task: model (data from PretrainTaskConfig)."""
   model: model_configs.MlmConfig = dataclasses.field(default_factory=model_configs.MlmConfig)
-
-
-def _mlm_loss(labels, outputs):
-  """Eq. (1) on a batch: float32 scalar mean over masked positions (padded slots weigh 0)."""
-  return classification.masked_lm_loss(
-      outputs['mlm_logits'], labels['masked_lm_ids'], labels['masked_lm_weights'])
 
 
 @task_factory.register_task_cls(MlmPretrainTaskConfig)
@@ -33,4 +26,4 @@ class MlmPretrainTask(pretrain_base.PretrainTask):
     return {'mlm_loss': 1.0}
 
   def loss_terms(self, labels, model_outputs):
-    return {'mlm_loss': _mlm_loss(labels, model_outputs)}
+    return {'mlm_loss': self.mlm_loss(labels, model_outputs)}

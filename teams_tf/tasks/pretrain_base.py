@@ -18,6 +18,7 @@ from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
 from teams_tf.layers import fused_elementwise
+from teams_tf.losses import classification
 from teams_tf.tasks import init_checkpoint
 from teams_tf.tasks import mlm_baseline
 from teams_tf.training import non_finite
@@ -159,6 +160,11 @@ class PretrainTask(base_task.Task):
     own. `mlm_accuracy` reads the same three.
     """
     return labels['masked_lm_ids'], model_outputs['mlm_logits'], labels['masked_lm_weights']
+
+  def mlm_loss(self, labels, model_outputs):
+    """L_MLM (BERT Eq. 1) over `mlm_targets`: float32 mean over the weighted positions."""
+    ids, logits, weights = self.mlm_targets(labels, model_outputs)
+    return classification.masked_lm_loss(logits, ids, weights)
 
   def task_metrics(self):
     """Metrics beyond one mean per loss term and the MLM accuracy (AUC, ...); default none."""

@@ -8,7 +8,6 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.losses import classification
 from teams_tf.losses import self_critic
 from teams_tf.models import script_pretrainer
 from teams_tf.tasks import pretrain_base
@@ -38,8 +37,7 @@ class ScriptPretrainTask(pretrain_base.PretrainTask):
     return {'mlm_loss': 1.0, 'disc_loss': self.task_config.model.discriminator_loss_weight}
 
   def loss_terms(self, labels, model_outputs):
-    terms = dict(mlm_loss=classification.masked_lm_loss(
-        model_outputs['mlm_logits'], labels['masked_lm_ids'], labels['masked_lm_weights']))
+    terms = dict(mlm_loss=self.mlm_loss(labels, model_outputs))
     if 'disc_loss' in self.loss_weights():
       terms['disc_loss'] = self_critic.self_critic_loss(
           model_outputs['critic_log_odds'], model_outputs['critic_labels'], labels['input_mask'])

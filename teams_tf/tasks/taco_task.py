@@ -7,7 +7,6 @@ import tensorflow as tf
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.losses import classification
 from teams_tf.losses import contrastive
 from teams_tf.models import taco_pretrainer
 from teams_tf.tasks import pretrain_base
@@ -41,8 +40,7 @@ class TacoPretrainTask(pretrain_base.PretrainTask):
             model_outputs['mlm_weights'])
 
   def loss_terms(self, labels, model_outputs):
-    ids, logits, weights = self.mlm_targets(labels, model_outputs)
-    terms = dict(mlm_loss=classification.masked_lm_loss(logits, ids, weights))
+    terms = dict(mlm_loss=self.mlm_loss(labels, model_outputs))
     if 'tc_loss' in self.loss_weights():
       hidden = tf.shape(model_outputs['global_semantics'])[-1]
       num_negatives = tf.shape(model_outputs['tc_negatives'])[2]
