@@ -20,6 +20,7 @@ from typing import Optional
 
 from official.core import exp_factory
 
+from teams_tf.data import tokenization
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
 from teams_tf.utils import atomic_files
@@ -153,6 +154,42 @@ def step_flops(vocab_size: int) -> dict[str, float]:
   return flops
 
 
+def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
+                  bert_steps: int, validation_interval: int,
+                  tools_dir: str) -> tuple[Setup, dict[str, float], str]:
+  """The benchmark's runs on the corpus: data built (`prepare_data`), budget, report preamble.
+
+  Every objective trains on the same records with the same budget, the FLOPs of `bert_steps`
+  steps of `bert_mini` (whose data and trainer every mini objective shares), so that the learning
+  benchmark and the GLUE replication (`replication.py`) run and reuse the same runs.
+
+  Args:
+    corpus_dir, work_dir, vocab_size, tools_dir: as for `prepare_data`.
+    out_dir: result files and the report.
+    bert_steps: the budget in BERT-mini steps.
+    validation_interval: steps between evaluations.
+
+  Returns:
+    (Setup, objective -> training FLOPs of one step, the report's preamble).
+
+  Raises:
+    ValueError: `corpus_dir` lacks a file.
+  """
+  os.makedirs(work_dir, exist_ok=True)
+  os.makedirs(out_dir, exist_ok=True)
+  recipe = exp_factory.get_exp_config('bert_mini')
+  vocab, train, valid = prepare_data(corpus_dir, work_dir, vocab_size,
+                                     recipe.task.train_data.seq_length, tools_dir)
+  vocab_size = tokenization.load_vocabulary(vocab).size
+  flops = step_flops(vocab_size)
+  setup = Setup(
+      train_input=train, validation_input=valid, input_format='tfrecord', vocab_file=vocab,
+      vocab_size=vocab_size, max_train_flops=float(bert_steps * flops['bert']),
+      validation_interval=validation_interval, validation_steps=recipe.trainer.validation_steps,
+      work_dir=work_dir, out_dir=out_dir)
+  return setup, flops, preamble(setup, recipe, bert_steps)
+
+
 def preamble(setup: Setup, recipe, bert_steps: int) -> str:
   """The report's title and the paragraph saying how its runs were made.
 
@@ -277,7 +314,10 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   if os.path.exists(path):
     with open(path) as f:
       result = json.load(f)
-    if result.get('setup') != dataclasses.asdict(setup):
+    # Where the result file sits says nothing about the run (a copy in another clone is reused).
+    written, wanted = (dict(values, out_dir=None)
+                       for values in (result.get('setup') or {}, dataclasses.asdict(setup)))
+    if written != wanted:
       raise ValueError(f'{path} was written for other settings ({result.get("setup")}); move it '
                        'away or choose another --out_dir to rerun.')
     log(f'{objective}: done ({path}); skipping')

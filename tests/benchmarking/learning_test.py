@@ -66,6 +66,11 @@ class LearningTest(tf.test.TestCase):
       json.dump(result, f)
     # A finished unit does not train again (there is no data here: training would fail).
     self.assertEqual(result, learning.run_objective('teams', setup, 3e9, log=lambda _: None))
+    # The same file written from another clone (another out_dir) is the same run.
+    result['setup']['out_dir'] = '/elsewhere/benchmarks/learning'
+    with open(learning.result_path(setup, 'teams'), 'w') as f:
+      json.dump(result, f)
+    self.assertEqual(result, learning.run_objective('teams', setup, 3e9, log=lambda _: None))
     # A result of another budget is refused, not reused.
     other = dataclasses.replace(setup, max_train_flops=2e12)
     with self.assertRaisesRegex(ValueError, 'other settings'):
