@@ -16,11 +16,8 @@ import sys
 from absl import app
 from absl import flags
 
-from official.core import exp_factory
-
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
-from teams_tf.data import tokenization
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CORPUS = flags.DEFINE_string(
@@ -42,24 +39,12 @@ def main(argv):
   unknown = sorted(set(_OBJECTIVES.value) - set(learning.OBJECTIVES))
   if unknown:
     sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES}.')
-  os.makedirs(_WORK_DIR.value, exist_ok=True)
-  os.makedirs(_OUT_DIR.value, exist_ok=True)
-  recipe = exp_factory.get_exp_config('bert_mini')  # Every mini objective's data and trainer.
-  seq_length = recipe.task.train_data.seq_length
   try:
-    vocab, train, valid = learning.prepare_data(
-        _CORPUS.value, _WORK_DIR.value, _VOCAB_SIZE.value, seq_length, os.path.join(_ROOT, 'tools'))
+    setup, flops, preamble = learning.default_setup(
+        _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
+        _INTERVAL.value, os.path.join(_ROOT, 'tools'))
   except ValueError as e:
     sys.exit(f'error: {e}')
-  vocab_size = tokenization.load_vocabulary(vocab).size
-  setup = learning.Setup(
-      train_input=train, validation_input=valid, input_format='tfrecord', vocab_file=vocab,
-      vocab_size=vocab_size, max_train_flops=0.0, validation_interval=_INTERVAL.value,
-      validation_steps=recipe.trainer.validation_steps, work_dir=_WORK_DIR.value,
-      out_dir=_OUT_DIR.value)
-  flops = learning.step_flops(vocab_size)
-  setup.max_train_flops = float(_BERT_STEPS.value * flops['bert'])
-  preamble = learning.preamble(setup, recipe, _BERT_STEPS.value)
   for objective in _OBJECTIVES.value:
     learning.run_objective(objective, setup, flops[objective])
     learning.write_report(setup, preamble)

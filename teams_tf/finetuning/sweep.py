@@ -4,7 +4,8 @@ Each (task, seed) is the registered experiment `glue_<task>_<size>` (TEAMS Table
 hyper-parameters; at the paper sizes `..._rel_pos` when the checkpoint's encoder has COCO-LM's
 relative positions) with, when the checkpoint's folder holds the params.yaml of its
 `teams_tf.train` run, that run's kept encoder (vocabulary, pre-LN, relative positions, depth) in
-place of the size's, run in this process by Model Garden's `train_lib.run_experiment` (mode
+place of the size's (random-init runs can take such a run's encoder, weights aside, from
+`encoder_from`), run in this process by Model Garden's `train_lib.run_experiment` (mode
 train_and_eval) in `<output_dir>/<task>/seed_<k>`, seeded with `tf_keras.utils.set_random_seed(k)`
 and `task.train_data.seed=k`. The data of task `<task>` is `tools/create_glue_data.py`'s
 `<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Train steps are the registered
@@ -325,6 +326,9 @@ class SweepSettings:
     train_steps: train steps per run, or None to derive them from `epochs`.
     epochs: epochs per run, or None for the experiment's (Table 6: 5).
     params_override: Model Garden override (YAML/JSON string or k=v,...) for every run.
+    encoder_from: with `init_checkpoint` '', a `teams_tf.train` run directory whose kept
+      encoder's architecture (not its weights) the runs build, so that a random-init baseline
+      has the pretrained encoders' shape (no flag: set by `tools/replicate.py`).
   """
   tasks: Sequence[str]
   seeds: str
@@ -335,6 +339,7 @@ class SweepSettings:
   train_steps: Optional[int] = None
   epochs: Optional[float] = None
   params_override: Optional[str] = None
+  encoder_from: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -368,6 +373,15 @@ def prepare(settings):
   seeds = parse_seeds(settings.seeds)
   relative_positions = check_init_checkpoint(settings.init_checkpoint)
   encoder = pretraining_encoder(settings.init_checkpoint)
+  if settings.encoder_from:
+    if settings.init_checkpoint:
+      raise ValueError(f'encoder_from={settings.encoder_from} is for random-init runs, but '
+                       f'init_checkpoint={settings.init_checkpoint}; give only one of them.')
+    # The architecture alone: init_checkpoint stays '', so the weights are random.
+    encoder = pretraining_encoder(settings.encoder_from)
+    if encoder is None:
+      raise ValueError(f'encoder_from={settings.encoder_from} has no params.yaml beside its '
+                       'checkpoint; pass the model_dir of a teams_tf.train run.')
   if encoder is not None or settings.size in experiments.LOW_BUDGET_SIZES:
     # The encoder is the run's (demo, mini: one kind each), not a suffix's.
     relative_positions = False

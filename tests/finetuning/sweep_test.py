@@ -1,5 +1,6 @@
 """teams_tf.finetuning.sweep on tiny GLUE fixtures; fine-tuning from TEAMS and COCO-LM."""
 
+import dataclasses
 import os
 
 from absl.testing import parameterized
@@ -132,6 +133,38 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
                         restored(inputs)['sequence_output'], atol=1e-5)
     # Without a params.yaml the size's encoder stays.
     self.assertIsNone(sweep.pretraining_encoder(os.path.dirname(self.checkpoint)))
+
+  def test_encoder_from_gives_a_random_init_run_the_shape_of_a_pretraining_run(self):
+    # A post-LN, absolute-position TEAMS run with the fixtures' vocabulary: its kept encoder
+    # (bert_v2, 2 layers of 32) differs from glue_sst2_demo's own (pre-LN `any`), so the shape
+    # visibly comes from the run.
+    run_dir = os.path.join(self.get_temp_dir(), 'shape_run')
+    model_config = testing_utils.tiny_teams_config(encoder=testing_utils.tiny_encoder_config(
+        vocab_size=testing_utils.sample_vocab_size()))
+    model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
+    model(testing_utils.pretraining_batch())
+    tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
+    run_params = exp_factory.get_exp_config('teams_demo')
+    run_params.task.model = model_config
+    train_utils.serialize_config(run_params, run_dir)
+    settings = sweep.SweepSettings(
+        tasks=('sst2',), seeds='1', size='demo', data_dir=self.data_dir, init_checkpoint='',
+        output_dir=self.get_temp_dir(), train_steps=2)
+
+    default = sweep.prepare(settings).configs[('sst2', 1)][0].task
+    shaped = sweep.prepare(dataclasses.replace(settings, encoder_from=run_dir)).configs[
+        ('sst2', 1)][0].task
+    self.assertEqual('any', default.model.encoder.type)
+    self.assertEqual('bert_v2', shaped.model.encoder.type)
+    self.assertEqual((2, 32), (shaped.model.encoder.bert_v2.num_layers,
+                               shaped.model.encoder.bert_v2.hidden_size))
+    self.assertEqual(0.1, shaped.model.encoder.bert_v2.dropout_rate)  # Fine-tuning's, Table 6.
+    self.assertEqual('', shaped.init_checkpoint)  # Random weights: nothing is restored.
+    with self.assertRaisesRegex(ValueError, 'give only one of them'):
+      sweep.prepare(dataclasses.replace(settings, encoder_from=run_dir, init_checkpoint=run_dir))
+    with self.assertRaisesRegex(ValueError, 'has no params.yaml'):
+      sweep.prepare(dataclasses.replace(settings,
+                                        encoder_from=os.path.dirname(self.checkpoint)))
 
 
 if __name__ == '__main__':

@@ -1,0 +1,307 @@
+"""Compute-matched mini replication: every mini objective's kept encoder fine-tuned on GLUE.
+
+Pretraining is the learning benchmark's (`learning.run_objective` with one `learning.Setup`, so
+every objective trains to the same FLOP budget and its runs and result files are shared).
+Each kept encoder, and a random-init encoder of the same shape, is then fine-tuned under one
+`FineTuneProtocol`: seed 1 runs at every learning rate of the grid, the rate with the best dev
+headline metric is kept, and seeds 2..N run at that rate only. A unit of work is one
+(encoder, task, rate, seed) run of the Model Garden sweep (`finetuning/sweep.py`, which this
+package may not import: the caller passes it in as `fine_tune`) in
+`<work_dir>/replication/<encoder>/<task>/lr_<rate>`; its result is then copied to
+`<out_dir>/<encoder>/<task>_lr<rate>_seed<k>.json`, and a unit with that file is never run
+again, even when the work directory is gone. `replication_report` writes the report.
+"""
+
+import dataclasses
+import json
+import os
+import time
+from typing import Callable, Optional
+
+from teams_tf.benchmarking import learning
+from teams_tf.utils import atomic_files
+
+RANDOM = 'random'
+ENCODERS = learning.OBJECTIVES + (RANDOM,)
+ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
+                 'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT', RANDOM: 'random init'}
+# Every mini objective keeps the same encoder; the random-init one is built like BERT's.
+SHAPE_FROM = 'bert'
+# Task -> (folder of the GLUE download, the headline metric that `sweep` reports first).
+GLUE_TASKS = {'sst2': ('SST-2', 'accuracy'), 'cola': ('CoLA', 'Matthews corr.'),
+              'stsb': ('STS-B', 'Spearman')}
+LEARNING_RATE_FIELD = 'trainer.optimizer_config.learning_rate.polynomial.initial_learning_rate'
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuneProtocol:
+  """How every encoder is fine-tuned: the same for all of them, pretrained or not.
+
+  Attributes:
+    tasks: GLUE tasks (keys of `GLUE_TASKS`) in table order.
+    seeds: runs 1..seeds at the chosen learning rate.
+    epochs: passes over the (possibly subsampled) train set per run.
+    size: runs `glue_<task>_<size>` (batch 32, 10% warm-up, linear decay, dropout 0.1).
+    learning_rates: the grid seed 1 runs; its best rate is the one seeds 2..N run.
+    max_seq_length: T of the GLUE records, the mini encoder's 64 positions.
+    lower_case: lowercase before WordPiece, as the corpus vocabulary is uncased.
+    max_train_examples: (task, n): keep a seeded random subset of n train examples (SST-2's
+      67,349 cut to 8,000, near CoLA's 8,551 and STS-B's 5,749, which are kept whole).
+    subset_seed: seed of those subsets. Dev sets are always complete.
+  """
+  tasks: tuple[str, ...] = ('sst2', 'cola', 'stsb')
+  seeds: int = 3
+  epochs: float = 3
+  size: str = 'mini'
+  learning_rates: tuple[float, ...] = (1e-4, 3e-4)
+  max_seq_length: int = 64
+  lower_case: bool = True
+  max_train_examples: tuple[tuple[str, int], ...] = (('sst2', 8000),)
+  subset_seed: int = 0
+
+  def __post_init__(self):
+    unknown = [task for task in self.tasks if task not in GLUE_TASKS]
+    if unknown:
+      raise ValueError(f'Unknown tasks {unknown}; use some of {", ".join(GLUE_TASKS)}.')
+    if self.seeds < 1 or not self.learning_rates:
+      raise ValueError(f'seeds={self.seeds} and learning_rates={self.learning_rates}: need at '
+                       'least one seed and one learning rate.')
+
+
+def format_rate(rate: Optional[float]) -> str:
+  """1e-4 -> '1e-4', 2.5e-05 -> '2.5e-5'; None (not chosen yet) -> '?'."""
+  if rate is None:
+    return '?'
+  mantissa, exponent = f'{rate:e}'.split('e')
+  return f'{mantissa.rstrip("0").rstrip(".")}e{int(exponent)}'
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+  """One fine-tuning run; `learning_rate` None while seed 1 has not tried the whole grid."""
+  encoder: str
+  task: str
+  learning_rate: Optional[float]
+  seed: int
+
+  def __str__(self):
+    return f'{self.encoder} {self.task} lr {format_rate(self.learning_rate)} seed {self.seed}'
+
+
+def unit_path(out_dir: str, unit: Unit) -> str:
+  """The committed result file of a unit."""
+  return os.path.join(out_dir, unit.encoder, f'{unit.task}_lr{format_rate(unit.learning_rate)}'
+                      f'_seed{unit.seed}.json')
+
+
+def read_unit(out_dir: str, unit: Unit) -> Optional[dict]:
+  """The committed result of a unit, or None when it has not run."""
+  if unit.learning_rate is None or not os.path.exists(unit_path(out_dir, unit)):
+    return None
+  with open(unit_path(out_dir, unit)) as f:
+    return json.load(f)
+
+
+def headline(result: dict) -> float:
+  """A run's dev headline metric; an undefined correlation (constant predictions) counts as 0."""
+  value = result['metrics'][result['headline_metric']]
+  return 0.0 if value is None else float(value)
+
+
+def choose_learning_rate(protocol: FineTuneProtocol, out_dir: str, encoder: str,
+                         task: str) -> Optional[float]:
+  """The grid's rate whose seed-1 run has the best dev headline metric (ties: the earlier rate).
+
+  None until seed 1 has run at every rate of the grid.
+  """
+  seed_one = {rate: read_unit(out_dir, Unit(encoder, task, rate, 1))
+              for rate in protocol.learning_rates}
+  if any(result is None for result in seed_one.values()):
+    return None
+  return max(protocol.learning_rates, key=lambda rate: headline(seed_one[rate]))
+
+
+def plan(protocol: FineTuneProtocol, out_dir: str, encoders) -> list[Unit]:
+  """Every unit in run order: seed 1 at each rate for all encoders, then seeds 2..N.
+
+  Seeds 2..N have `learning_rate` None until their seed 1 has tried the whole grid, so the
+  list always has len(encoders) x len(tasks) x (len(learning_rates) + seeds - 1) units.
+  """
+  first = [Unit(encoder, task, rate, 1) for encoder in encoders for task in protocol.tasks
+           for rate in protocol.learning_rates]
+  later = []
+  for encoder in encoders:
+    for task in protocol.tasks:
+      rate = choose_learning_rate(protocol, out_dir, encoder, task)
+      later += [Unit(encoder, task, rate, seed) for seed in range(2, protocol.seeds + 1)]
+  return first + later
+
+
+def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
+             log=print) -> dict[str, str]:
+  """Pretrains (or reuses) what `encoders` need, each through `learning.run_objective`.
+
+  Every objective gets the same `setup`, so the same data and FLOP budget; the random-init
+  encoder needs `SHAPE_FROM`'s run for its shape.
+
+  Returns:
+    Objective -> its run directory, for the runs that finished.
+  """
+  objectives = [encoder for encoder in encoders if encoder != RANDOM]
+  if RANDOM in encoders and SHAPE_FROM not in objectives:
+    objectives.append(SHAPE_FROM)
+  run_dirs = {}
+  for objective in objectives:
+    if learning.run_objective(objective, setup, flops[objective], log=log) is not None:
+      run_dirs[objective] = learning.run_dir(setup, objective)
+  return run_dirs
+
+
+def prepare_glue(protocol: FineTuneProtocol, glue_dir: str, vocab_file: str, data_dir: str,
+                 convert: Callable[..., None], log=print) -> None:
+  """Converts each task once to `<data_dir>/<task>`; a task with a meta_data.json is kept.
+
+  Args:
+    protocol: its tasks, T, casing and train subsets.
+    glue_dir: the GLUE download, one folder per task (`GLUE_TASKS`).
+    vocab_file: the corpus vocabulary of the pretraining runs.
+    data_dir: where the records go (`sweep`'s data_dir).
+    convert: writes one task's records, called with the keyword arguments task, source,
+      vocab_file, lower_case, max_seq_length, output_dir, max_train_examples and subset_seed
+      (e.g. through `finetuning.glue.write_records`).
+
+  Raises:
+    ValueError: a task folder is missing, or a kept conversion has other settings.
+  """
+  for task in protocol.tasks:
+    fields = dict(vocab_file=os.path.abspath(vocab_file), lower_case=protocol.lower_case,
+                  max_seq_length=protocol.max_seq_length,
+                  max_train_examples=dict(protocol.max_train_examples).get(task))
+    output_dir = os.path.join(data_dir, task)
+    meta_path = os.path.join(output_dir, 'meta_data.json')
+    if os.path.exists(meta_path):
+      with open(meta_path) as f:
+        meta = json.load(f)
+      kept = dict(meta, vocab_file=os.path.abspath(meta['vocab_file']))
+      differ = {key: kept.get(key) for key, value in fields.items() if kept.get(key) != value}
+      if differ:
+        raise ValueError(f'{meta_path} was converted with {differ}, not {fields}; remove '
+                         f'{output_dir} to convert it again.')
+      log(f'GLUE {task}: converted ({meta_path}); skipping')
+      continue
+    source = os.path.join(glue_dir, GLUE_TASKS[task][0])
+    if not os.path.isdir(source):
+      raise ValueError(f'--glue_dir={glue_dir} lacks {GLUE_TASKS[task][0]}/; point it at the '
+                       'GLUE download (shared/data/glue).')
+    log(f'GLUE {task}: converting {source} -> {output_dir}')
+    convert(task=task, source=source, output_dir=output_dir, subset_seed=protocol.subset_seed,
+            **fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class Replication:
+  """What the fine-tuning units share.
+
+  Attributes:
+    protocol: the fine-tuning protocol.
+    out_dir: committed unit results and the report.
+    work_dir: the sweeps' run directories go to `<work_dir>/replication`.
+    data_dir: the converted GLUE tasks (`prepare_glue`).
+    run_dirs: objective -> its pretraining run directory (`pretrain`).
+    max_train_flops: the pretraining budget, recorded in every pretrained unit's result.
+  """
+  protocol: FineTuneProtocol
+  out_dir: str
+  work_dir: str
+  data_dir: str
+  run_dirs: dict[str, str]
+  max_train_flops: float
+
+
+def sweep_settings(replication: Replication, unit: Unit) -> dict:
+  """The `sweep.SweepSettings` fields of one unit: one task, one seed, the unit's rate."""
+  protocol = replication.protocol
+  pretrained = unit.encoder != RANDOM
+  return dict(
+      tasks=(unit.task,), seeds=f'{unit.seed},', size=protocol.size,
+      data_dir=replication.data_dir,
+      init_checkpoint=replication.run_dirs[unit.encoder] if pretrained else '',
+      output_dir=os.path.join(replication.work_dir, 'replication', unit.encoder, unit.task,
+                              f'lr_{format_rate(unit.learning_rate)}'),
+      epochs=protocol.epochs, params_override=f'{LEARNING_RATE_FIELD}={unit.learning_rate}',
+      encoder_from=None if pretrained else replication.run_dirs[SHAPE_FROM])
+
+
+def unit_settings(replication: Replication, unit: Unit) -> dict:
+  """What a committed result must have been run with to be reused."""
+  protocol = replication.protocol
+  return dict(size=protocol.size, epochs=protocol.epochs, max_seq_length=protocol.max_seq_length,
+              lower_case=protocol.lower_case, subset_seed=protocol.subset_seed,
+              max_train_examples=dict(protocol.max_train_examples).get(unit.task),
+              pretraining_flops=None if unit.encoder == RANDOM else replication.max_train_flops)
+
+
+def check_committed(replication: Replication, encoders) -> None:
+  """Raises ValueError when a committed result of `encoders` was run with other settings."""
+  for unit in plan(replication.protocol, replication.out_dir, encoders):
+    result = read_unit(replication.out_dir, unit)
+    if result is not None and result.get('settings') != unit_settings(replication, unit):
+      raise ValueError(f'{unit_path(replication.out_dir, unit)} was run with other settings '
+                       f'({result.get("settings")}); move it away or choose another --out_dir.')
+
+
+def _checkpoint_dir(replication: Replication, encoder: str) -> Optional[str]:
+  run_dir = replication.run_dirs.get(SHAPE_FROM if encoder == RANDOM else encoder)
+  return run_dir if run_dir and os.path.exists(os.path.join(run_dir, 'checkpoint')) else None
+
+
+def run(replication: Replication, encoders, fine_tune: Callable[[dict], None],
+        report: Callable[[], str], log=print, clock=time.monotonic) -> None:
+  """Fine-tunes, in `plan` order, every unit of `encoders` without a committed result.
+
+  Args:
+    replication: what the units share.
+    encoders: encoders to fine-tune (keys of `ENCODER_NAMES`).
+    fine_tune: runs one sweep from `sweep_settings`' fields (`sweep.SweepSettings(**fields)`,
+      then `sweep.prepare` and `sweep.run`), which leaves its result in
+      `<output_dir>/<task>/seed_<k>/result.json`.
+    report: rewrites the report from the committed results and returns its table, printed after
+      each unit.
+    log: prints a line.
+    clock: seconds, for the ETA from the mean duration of this session's units.
+  """
+  out_dir = replication.out_dir
+  blocked = {encoder for encoder in encoders if _checkpoint_dir(replication, encoder) is None}
+  durations = []
+  while True:
+    units = plan(replication.protocol, out_dir, encoders)
+    to_do = [(position, unit) for position, unit in enumerate(units, 1)
+             if unit.encoder not in blocked and read_unit(out_dir, unit) is None]
+    if not durations:
+      done = sum(read_unit(out_dir, unit) is not None for unit in units)
+      log(f'{done} of {len(units)} fine-tuning unit(s) done, {len(to_do)} to run')
+      for encoder in sorted(blocked):
+        source = SHAPE_FROM if encoder == RANDOM else encoder
+        log(f'{encoder}: waits for a checkpoint of the {source} pretraining run '
+            f'({replication.run_dirs.get(source, "not finished")}); if its learning result '
+            'exists but the run directory is gone, move the result away to pretrain again.')
+    if not to_do:
+      return
+    position, unit = to_do[0]
+    log(f'[{position}/{len(units)}] {unit}')
+    start = clock()
+    fields = sweep_settings(replication, unit)
+    fine_tune(fields)
+    with open(os.path.join(fields['output_dir'], unit.task, f'seed_{unit.seed}',
+                           'result.json')) as f:
+      result = json.load(f)
+    result.update(encoder=unit.encoder, learning_rate=unit.learning_rate,
+                  settings=unit_settings(replication, unit))
+    os.makedirs(os.path.join(out_dir, unit.encoder), exist_ok=True)
+    atomic_files.write_json(unit_path(out_dir, unit), result)
+    durations.append(clock() - start)
+    left = len(to_do) - 1
+    log(f'done {unit}: dev {result["headline_metric"]} {headline(result):.4f} in '
+        f'{durations[-1] / 60:.1f} min; {left} unit(s) left, ETA '
+        f'{left * sum(durations) / len(durations) / 3600:.1f} h')
+    log(report())

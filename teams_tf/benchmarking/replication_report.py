@@ -1,0 +1,310 @@
+"""The report of the mini replication (`replication.py`), from its committed result files.
+
+Per encoder and task: the median and min-max over seeds of the dev headline metric at the
+learning rate its seed 1 chose, and whether it beats the random-init encoder by more than the
+seed spread (median gap larger than both min-max ranges). Per seed paper, one sentence saying
+whether its claimed ordering reproduces on the average over tasks of the medians. Written as
+`replication.{md,json}`, `pretraining.png` (held-out MLM accuracy against training FLOPs, from
+the learning benchmark's result files) and `glue.png` (one panel per task).
+"""
+
+import dataclasses
+import json
+import os
+import platform
+
+import numpy as np
+
+from teams_tf.benchmarking import learning
+from teams_tf.benchmarking import replication
+from teams_tf.utils import atomic_files
+
+# (paper, claimed ordering, pairs (a, b) meaning "a fine-tunes better than b").
+PAPER_CLAIMS = (
+    ('TEAMS', 'TEAMS > ELECTRA > BERT', (('teams', 'electra'), ('electra', 'bert'))),
+    ('COCO-LM', 'COCO-LM > ELECTRA and COCO-LM > BERT',
+     (('coco_lm', 'electra'), ('coco_lm', 'bert'))),
+    ('TACO', 'TACO > BERT', (('taco', 'bert'),)),
+    ('SCRIPT', 'SCRIPT > ELECTRA', (('script', 'electra'),)),
+)
+# A pretrained encoder is flagged when it beats random init on fewer tasks than this.
+MIN_TASKS_BEATEN = 2
+
+
+def load_pretraining(learning_dir: str) -> dict[str, dict]:
+  """Objective -> the learning benchmark's result, for every result file in `learning_dir`."""
+  results = {}
+  for objective in learning.OBJECTIVES:
+    path = os.path.join(learning_dir, f'{objective}.json')
+    if os.path.exists(path):
+      with open(path) as f:
+        results[objective] = json.load(f)
+  return results
+
+
+def _task_summary(protocol, out_dir, encoder, task):
+  """One encoder's seed-1 scores per rate, and its seeds at the chosen rate (`summarize`)."""
+  rate = replication.choose_learning_rate(protocol, out_dir, encoder, task)
+  seed_one = {replication.format_rate(r): replication.read_unit(
+      out_dir, replication.Unit(encoder, task, r, 1)) for r in protocol.learning_rates}
+  entry = dict(learning_rate=rate, seed_one={r: None if result is None else
+                                             replication.headline(result)
+                                             for r, result in seed_one.items()})
+  runs = [replication.read_unit(out_dir, replication.Unit(encoder, task, rate, seed))
+          for seed in range(1, protocol.seeds + 1)]
+  values = [replication.headline(result) for result in runs if result is not None]
+  entry.update(values=values, complete=len(values) == protocol.seeds)
+  if values:
+    entry.update(median=float(np.median(values)), min=min(values), max=max(values))
+  return entry
+
+
+def _beats(entry, floor):
+  """Median gap larger than both seed spreads; None until both have every seed."""
+  if not (entry['complete'] and floor['complete']):
+    return None
+  spread = max(entry['max'] - entry['min'], floor['max'] - floor['min'])
+  return entry['median'] - floor['median'] > spread
+
+
+def summarize(protocol: replication.FineTuneProtocol, out_dir: str) -> dict:
+  """Every encoder's per-task entries, random-init flags and average over tasks.
+
+  Returns:
+    {encoder: {'tasks': {task: {'learning_rate' (None until chosen), 'seed_one' (rate ->
+    headline or None), 'values' (seeds 1..N at the chosen rate), 'complete', and with values
+    'median', 'min', 'max'}}, 'beats_random': {task: True, False or None (undecided)},
+    'average': None until every task has every seed, else {'median': mean of the task medians,
+    'spread': mean of the task min-max ranges}}}, scores in [-1, 1].
+  """
+  summary = {}
+  for encoder in replication.ENCODERS:
+    tasks = {task: _task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
+    average = None
+    if all(entry['complete'] for entry in tasks.values()):
+      average = dict(median=float(np.mean([e['median'] for e in tasks.values()])),
+                     spread=float(np.mean([e['max'] - e['min'] for e in tasks.values()])))
+    summary[encoder] = dict(tasks=tasks, average=average)
+  floor = summary[replication.RANDOM]['tasks']
+  for encoder, entry in summary.items():
+    entry['beats_random'] = ({} if encoder == replication.RANDOM else
+                             {task: _beats(task_entry, floor[task])
+                              for task, task_entry in entry['tasks'].items()})
+  return summary
+
+
+def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
+  """Whether `claim` reproduces on the averages over tasks, by how much, against the spread."""
+  names = replication.ENCODER_NAMES
+  missing = sorted({names[e] for pair in pairs for e in pair if summary[e]['average'] is None})
+  if missing:
+    return (f'The {paper} paper reports {claim} on GLUE: not enough runs yet ({", ".join(missing)} '
+            'lack a task or seed).')
+  gaps = []
+  for a, b in pairs:
+    first, second = summary[a]['average'], summary[b]['average']
+    gaps.append((f'{names[a]} - {names[b]}', 100 * (first['median'] - second['median']),
+                 100 * max(first['spread'], second['spread'])))
+  holds = all(gap > 0 for _, gap, _ in gaps)
+  within = [name for name, gap, spread in gaps if abs(gap) <= spread]
+  details = ', '.join(f'{name} {gap:+.1f} points (seed spread {spread:.1f})'
+                      for name, gap, spread in gaps)
+  verdict = ('does not reproduce' if not holds else
+             'holds on the medians' if within else 'reproduces')
+  if within:
+    tail = (f'{", but" if holds else ";"} {" and ".join(within)} '
+            f'{"is" if len(within) == 1 else "are"} within the seed spread, so more seeds or '
+            'compute would be needed to tell')
+  else:
+    tail = '; every gap exceeds the seed spread'
+  return (f'The {paper} paper reports {claim} on GLUE; on the average of the task medians at '
+          f'this scale ({details}) the ordering {verdict}{tail}.')
+
+
+def _cell(entry, seeds):
+  if not entry['values']:
+    return 'not run yet'
+  text = f'{100 * entry["median"]:.1f} ({100 * entry["min"]:.1f}–{100 * entry["max"]:.1f})'
+  return text if entry['complete'] else f'{text}, {len(entry["values"])}/{seeds} seeds'
+
+
+def _pretraining_columns(result):
+  if result is None or not result['curve']:
+    return '— | — | —'
+  last = result['curve'][-1]
+  minutes = last.get('train_seconds')
+  return (f'{last["flops"]:.3g} | {last["step"]:,} | '
+          f'{"—" if minutes is None else f"{minutes / 60:.1f}"}')
+
+
+def table(protocol, summary: dict, pretraining: dict) -> str:
+  """The Markdown table: encoders x tasks, chosen rates, random-init flags, pretraining cost."""
+  task_names = [replication.GLUE_TASKS[task] for task in protocol.tasks]
+  header = ''.join(f' {name} {metric} | lr |' for name, metric in task_names)
+  flags_header = ' / '.join(name for name, _ in task_names)
+  lines = [f'| encoder |{header} average | beats random init ({flags_header}) | '
+           'pretraining FLOPs | steps | training minutes |',
+           '|---' * (6 + 2 * len(task_names)) + '|']
+  for encoder, entry in summary.items():
+    cells = ''.join(f' {_cell(task_entry, protocol.seeds)} | '
+                    f'{replication.format_rate(task_entry["learning_rate"])} |'
+                    for task_entry in entry['tasks'].values())
+    average = '—' if entry['average'] is None else f'{100 * entry["average"]["median"]:.1f}'
+    flags = ' / '.join({True: 'yes', False: 'no', None: '—'}[flag]
+                       for flag in entry['beats_random'].values()) or '(floor)'
+    lines.append(f'| {replication.ENCODER_NAMES[encoder]} |{cells} {average} | {flags} | '
+                 f'{_pretraining_columns(pretraining.get(encoder))} |')
+  return '\n'.join(lines)
+
+
+def not_beating_random(summary: dict) -> tuple[list[str], list[str]]:
+  """(Encoders that cannot beat random init on MIN_TASKS_BEATEN tasks, those not decided yet)."""
+  failing, undecided = [], []
+  for encoder, entry in summary.items():
+    flags = list(entry['beats_random'].values())
+    if encoder == replication.RANDOM:
+      continue
+    if flags.count(True) + flags.count(None) < min(MIN_TASKS_BEATEN, len(flags)):
+      failing.append(encoder)
+    elif flags.count(True) < min(MIN_TASKS_BEATEN, len(flags)):
+      undecided.append(encoder)
+  return failing, undecided
+
+
+def preamble(protocol, recipe, bert_steps: int, pretraining: dict) -> str:
+  """The report's title and how its runs were made.
+
+  Args:
+    protocol: the fine-tuning protocol.
+    recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
+    bert_steps: the pretraining budget in BERT-mini steps.
+    pretraining: the learning benchmark's results (`load_pretraining`), which hold the budget.
+  """
+  budgets = {result['setup']['max_train_flops'] for result in pretraining.values()}
+  budget = (f'{budgets.pop():.3g} training FLOPs, the cost of ' if len(budgets) == 1
+            else 'the training FLOPs of ') + f'{bert_steps:,} BERT-mini steps'
+  encoder, data = recipe.task.model.encoder, recipe.task.train_data
+  subsets = ', '.join(f'{replication.GLUE_TASKS[task][0]} train a random subset of {n:,} '
+                      f'examples (seed {protocol.subset_seed})'
+                      for task, n in protocol.max_train_examples if task in protocol.tasks)
+  rates = ', '.join(replication.format_rate(rate) for rate in protocol.learning_rates)
+  tasks = ', '.join(f'{name} ({metric})' for name, metric in
+                    (replication.GLUE_TASKS[task] for task in protocol.tasks))
+  return '\n'.join([
+      '# Mini replication: TEAMS, ELECTRA, BERT, COCO-LM, TACO, SCRIPT on GLUE at equal '
+      'pretraining FLOPs', '',
+      f'`python tools/replicate.py --bert_steps={bert_steps} --seeds={protocol.seeds}`: every '
+      f'`<objective>_mini` pretrained by the learning benchmark (../learning/learning.md) to '
+      f'{budget}; its kept encoder, and a random-init encoder '
+      f'of the same shape, fine-tuned with `glue_<task>_{protocol.size}` (batch 32, 10% warm-up '
+      f'and linear decay, dropout 0.1) for {protocol.epochs:g} epochs on {tasks}, dev sets '
+      f'complete, {subsets or "train sets whole"}, T = {protocol.max_seq_length}. Learning '
+      f'rate: seed 1 runs at each of {rates}; the rate with the best dev headline metric is '
+      f'kept per encoder and task, and seeds 2..{protocol.seeds} run at it only. Cells: dev '
+      f'score x 100, median (min–max) over seeds at that rate. Differences from the papers: a '
+      f'mini encoder ({encoder.num_layers} layers, hidden {encoder.hidden_size}) pretrained at '
+      f'{data.mask_rate:.0%} masking (not the usual 15%) with T = {data.seq_length} for a tiny '
+      f'budget, {protocol.epochs:g} fine-tuning epochs, the train subsets, few seeds, and a '
+      'learning rate picked on the dev set from seed 1 alone, the same way for every encoder. '
+      f'Machine: {platform.processor() or platform.machine()}, '
+      f'{os.cpu_count()} cores.'])
+
+
+def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
+  """The report: `head` (`preamble`), the table, random-init verdicts, paper sentences."""
+  names = replication.ENCODER_NAMES
+  failing, undecided = not_beating_random(summary)
+  lines = [head, '', f'## GLUE dev, median (min–max) over {protocol.seeds} seeds', '',
+           table(protocol, summary, pretraining), '',
+           f'Pretrained encoders that do not beat random init (median gap larger than both '
+           f'seed spreads) on at least {MIN_TASKS_BEATEN} of the {len(protocol.tasks)} tasks: '
+           f'{", ".join(names[e] for e in failing) or "none"}'
+           + (f' (not decided yet: {", ".join(names[e] for e in undecided)})' if undecided
+              else '') + '.', '', '## The seed papers\' claims at this scale', '']
+  lines += [f'- {paper_sentence(*claim, summary)}' for claim in PAPER_CLAIMS]
+  lines += ['', '## Seed 1 at each learning rate', '',
+            '| encoder | ' + ' | '.join(protocol.tasks) + ' |', '|---' * (1 + len(protocol.tasks))
+            + '|']
+  for encoder, entry in summary.items():
+    lines.append(f'| {names[encoder]} | ' + ' | '.join(
+        ', '.join(f'{rate}: {"—" if value is None else f"{100 * value:.1f}"}'
+                  for rate, value in task_entry['seed_one'].items())
+        for task_entry in entry['tasks'].values()) + ' |')
+  return '\n'.join(lines) + '\n'
+
+
+def _pyplot():
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  return pyplot
+
+
+def plot_pretraining(pretraining: dict, path: str) -> None:
+  """Held-out MLM accuracy against training FLOPs, every objective on one figure."""
+  pyplot = _pyplot()
+  figure, axis = pyplot.subplots(figsize=(6, 4))
+  for objective, result in pretraining.items():
+    rows = [row for row in result['curve'] if 'mlm_accuracy' in row]
+    axis.plot([row['flops'] for row in rows], [row['mlm_accuracy'] for row in rows], marker='.',
+              label=replication.ENCODER_NAMES[objective])
+  axis.set(xlabel='training FLOPs', ylabel='held-out MLM accuracy')
+  axis.grid(alpha=0.3)
+  axis.legend(fontsize=7)
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  pyplot.close(figure)
+
+
+def plot_glue(protocol, summary: dict, path: str) -> None:
+  """One panel per task: medians with min-max bars; random init's median a dashed line."""
+  pyplot = _pyplot()
+  figure, axes = pyplot.subplots(1, len(protocol.tasks), figsize=(4.5 * len(protocol.tasks), 3.8),
+                                 squeeze=False)
+  pretrained = [e for e in replication.ENCODERS if e != replication.RANDOM]
+  for axis, task in zip(axes[0], protocol.tasks):
+    entries = [summary[e]['tasks'][task] for e in pretrained]
+    shown = [(i, e) for i, e in enumerate(entries) if e['values']]
+    if shown:
+      axis.errorbar([i for i, _ in shown], [100 * e['median'] for _, e in shown],
+                    yerr=[[100 * (e['median'] - e['min']) for _, e in shown],
+                          [100 * (e['max'] - e['median']) for _, e in shown]],
+                    fmt='o', capsize=4)
+    floor = summary[replication.RANDOM]['tasks'][task]
+    if floor['values']:
+      axis.axhline(100 * floor['median'], color='gray', linestyle='--',
+                   label='random init (median)')
+      axis.legend(fontsize=7)
+    axis.set_xticks(range(len(pretrained)),
+                    [replication.ENCODER_NAMES[e] for e in pretrained], rotation=45, fontsize=7)
+    name, metric = replication.GLUE_TASKS[task]
+    axis.set_title(f'{name} dev {metric} x 100')
+    axis.grid(alpha=0.3)
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  pyplot.close(figure)
+
+
+def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: int) -> str:
+  """Writes replication.{md,json}, pretraining.png and glue.png to `out_dir`; returns the table.
+
+  Reads the committed unit results in `out_dir` and the learning results in `learning_dir`.
+  """
+  os.makedirs(out_dir, exist_ok=True)
+  pretraining = load_pretraining(learning_dir)
+  summary = summarize(protocol, out_dir)
+  head = preamble(protocol, recipe, bert_steps, pretraining)
+  atomic_files.write_text(os.path.join(out_dir, 'replication.md'),
+                          markdown(protocol, summary, pretraining, head))
+  failing, _ = not_beating_random(summary)
+  atomic_files.write_json(os.path.join(out_dir, 'replication.json'), dict(
+      encoders=summary, not_beating_random=failing,
+      pretraining={objective: {key: result['curve'][-1].get(key)
+                               for key in ('flops', 'step', 'train_seconds')}
+                   for objective, result in pretraining.items() if result['curve']},
+      papers=[paper_sentence(*claim, summary) for claim in PAPER_CLAIMS],
+      protocol=dataclasses.asdict(protocol)))
+  if pretraining:
+    plot_pretraining(pretraining, os.path.join(out_dir, 'pretraining.png'))
+  plot_glue(protocol, summary, os.path.join(out_dir, 'glue.png'))
+  return table(protocol, summary, pretraining)

@@ -1,0 +1,288 @@
+"""The replication's orchestration and report, on fake pretraining and fine-tuning."""
+
+import dataclasses
+import json
+import os
+from unittest import mock
+
+import tensorflow as tf
+
+from official.core import exp_factory
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.benchmarking import learning
+from teams_tf.benchmarking import replication
+from teams_tf.benchmarking import replication_report
+
+_HEADLINES = {'sst2': 'accuracy', 'cola': 'matthews_corrcoef', 'stsb': 'spearman'}
+
+
+def _sweep_result(task, seed, value):
+  """A result.json as `sweep.run_one` writes it, reduced to what the replication reads."""
+  return dict(task=task, seed=seed, headline_metric=_HEADLINES[task],
+              metrics={_HEADLINES[task]: value})
+
+
+def _commit(out_dir, encoder, task, rate, seed, value):
+  path = replication.unit_path(out_dir, replication.Unit(encoder, task, rate, seed))
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    json.dump(_sweep_result(task, seed, value), f)
+
+
+def _commit_seeds(out_dir, encoder, values, tasks=('sst2', 'cola', 'stsb')):
+  """Seeds 1..N at 1e-4 with `values`, and a worse seed 1 at 3e-4, on every task."""
+  for task in tasks:
+    _commit(out_dir, encoder, task, 3e-4, 1, values[0] - 0.3)
+    for seed, value in enumerate(values, 1):
+      _commit(out_dir, encoder, task, 1e-4, seed, value)
+
+
+class FakeSweep:
+  """Stands in for `sweep.prepare` + `sweep.run`: writes a result whose score follows the rate.
+
+  Per task, `best` rate scores 0.1 more than the others (stsb: a tie, so the earlier rate wins).
+  """
+  best = {'sst2': 3e-4, 'cola': 1e-4, 'stsb': None}
+
+  def __init__(self):
+    self.calls = []
+
+  def __call__(self, fields):
+    self.calls.append(fields)
+    (task,), seed = fields['tasks'], int(fields['seeds'].rstrip(','))
+    rate = float(fields['params_override'].split('=')[1])
+    value = 0.5 + (0.1 if rate == self.best[task] else 0.0) + 0.01 * seed
+    run_dir = os.path.join(fields['output_dir'], task, f'seed_{seed}')
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, 'result.json'), 'w') as f:
+      json.dump(_sweep_result(task, seed, value), f)
+
+
+class ReplicationTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    root = self.get_temp_dir()
+    self.out_dir, self.work_dir = os.path.join(root, 'out'), os.path.join(root, 'work')
+    self.run_dirs = {}
+    for objective in ('teams', 'bert'):
+      self.run_dirs[objective] = os.path.join(root, 'runs', objective)
+      os.makedirs(self.run_dirs[objective])
+      with open(os.path.join(self.run_dirs[objective], 'checkpoint'), 'w'):
+        pass
+    self.protocol = replication.FineTuneProtocol()
+    self.runs = replication.Replication(self.protocol, self.out_dir, self.work_dir,
+                                        os.path.join(root, 'glue'), self.run_dirs, 9e13)
+
+  def _run(self, encoders, fine_tune):
+    lines, reports = [], []
+    clock = iter(range(0, 10_000, 60))
+    replication.run(self.runs, encoders, fine_tune, lambda: reports.append(1) or 'TABLE',
+                    log=lines.append, clock=lambda: next(clock))
+    return lines, reports
+
+  def test_default_setup_is_the_learning_benchmarks(self):
+    root = self.get_temp_dir()
+    vocab = os.path.join(root, 'vocab.txt')
+    with open(vocab, 'w') as f:
+      f.write('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + list('abcdefg')) + '\n')
+    with mock.patch.object(learning, 'prepare_data', return_value=(vocab, 'tr', 'va')) as data:
+      setup, flops, text = learning.default_setup('corpus', os.path.join(root, 'w'),
+                                                  os.path.join(root, 'o'), 100, 30, 7, 'tools')
+    self.assertEqual(('corpus', os.path.join(root, 'w'), 100, 64, 'tools'), data.call_args.args)
+    self.assertEqual(learning.step_flops(12), flops)
+    self.assertEqual(learning.Setup(
+        train_input='tr', validation_input='va', input_format='tfrecord', vocab_file=vocab,
+        vocab_size=12, max_train_flops=30 * flops['bert'], validation_interval=7,
+        validation_steps=exp_factory.get_exp_config('bert_mini').trainer.validation_steps,
+        work_dir=os.path.join(root, 'w'), out_dir=os.path.join(root, 'o')), setup)
+    self.assertIn('(30 BERT-mini steps)', text)
+
+  def test_every_objective_pretrains_through_the_learning_benchmark_at_one_budget(self):
+    setup = learning.Setup('t', 'v', 'tfrecord', 'vocab.txt', 100, 9e13, 10, 2, self.work_dir,
+                           self.out_dir)
+    flops = {objective: float(i + 1) for i, objective in enumerate(learning.OBJECTIVES)}
+    with mock.patch.object(learning, 'run_objective',
+                           side_effect=lambda objective, *_, **__: (
+                               None if objective == 'taco' else {})) as run_objective:
+      run_dirs = replication.pretrain(setup, flops, ['teams', 'taco', 'random'], log=print)
+    # The random-init encoder needs BERT's run for its shape; a failed run gives no run dir.
+    self.assertEqual([('teams', setup, flops['teams']), ('taco', setup, flops['taco']),
+                      ('bert', setup, flops['bert'])],
+                     [call.args for call in run_objective.call_args_list])
+    self.assertEqual({'teams': learning.run_dir(setup, 'teams'),
+                      'bert': learning.run_dir(setup, 'bert')}, run_dirs)
+
+  def test_seed_one_tries_the_grid_and_later_seeds_run_at_its_best_rate(self):
+    fake = FakeSweep()
+    lines, reports = self._run(['teams', 'random'], fake)
+    units = [(f['output_dir'].split(os.sep)[-3], f['tasks'][0], f['params_override'],
+              f['seeds']) for f in fake.calls]
+    field = replication.LEARNING_RATE_FIELD
+    stage_one = [(encoder, task, f'{field}={rate}', '1,') for encoder in ('teams', 'random')
+                 for task in ('sst2', 'cola', 'stsb') for rate in (1e-4, 3e-4)]
+    stage_two = [(encoder, task, f'{field}={rate}', f'{seed},') for encoder in ('teams', 'random')
+                 for task, rate in (('sst2', 3e-4), ('cola', 1e-4), ('stsb', 1e-4))
+                 for seed in (2, 3)]
+    self.assertEqual(stage_one + stage_two, units)
+    teams, random = fake.calls[0], fake.calls[6]
+    self.assertEqual((self.run_dirs['teams'], None), (teams['init_checkpoint'],
+                                                      teams['encoder_from']))
+    self.assertEqual(('', self.run_dirs['bert']), (random['init_checkpoint'],
+                                                   random['encoder_from']))
+    self.assertEqual((3, 'mini'), (teams['epochs'], teams['size']))
+    self.assertEqual(os.path.join(self.work_dir, 'replication', 'teams', 'sst2', 'lr_1e-4'),
+                     teams['output_dir'])
+    committed = replication.read_unit(self.out_dir, replication.Unit('random', 'sst2', 3e-4, 3))
+    self.assertEqual((0.63, 3e-4, 'random', None),
+                     (committed['metrics']['accuracy'], committed['learning_rate'],
+                      committed['encoder'], committed['settings']['pretraining_flops']))
+    self.assertIn('[7/24] random sst2 lr 1e-4 seed 1', lines)
+    self.assertIn('done teams sst2 lr 1e-4 seed 1: dev accuracy 0.5100 in 1.0 min; 23 unit(s) '
+                  'left, ETA 0.4 h', lines)
+    self.assertLen(reports, 24)
+    self.assertEqual(24, lines.count('TABLE'))
+
+  def test_committed_units_are_skipped_even_without_the_work_dir(self):
+    self._run(['teams'], FakeSweep())
+    tf.io.gfile.rmtree(self.work_dir)
+    os.remove(replication.unit_path(self.out_dir, replication.Unit('teams', 'cola', 1e-4, 3)))
+    fake = FakeSweep()
+    lines, _ = self._run(['teams'], fake)
+    self.assertEqual([('cola', '3,')], [(f['tasks'][0], f['seeds']) for f in fake.calls])
+    self.assertEqual('11 of 12 fine-tuning unit(s) done, 1 to run', lines[0])
+    replication.check_committed(self.runs, ['teams'])
+    with self.assertRaisesRegex(ValueError, 'sst2_lr1e-4_seed1.json was run with other settings'):
+      replication.check_committed(dataclasses.replace(
+          self.runs, protocol=dataclasses.replace(self.protocol, epochs=5)), ['teams'])
+
+  def test_an_encoder_without_a_checkpoint_waits(self):
+    os.remove(os.path.join(self.run_dirs['bert'], 'checkpoint'))
+    fake = FakeSweep()
+    lines, _ = self._run(['teams', 'random'], fake)
+    self.assertEqual({'teams'}, {f['output_dir'].split(os.sep)[-3] for f in fake.calls})
+    self.assertEqual('0 of 24 fine-tuning unit(s) done, 12 to run', lines[0])
+    self.assertIn('random: waits for a checkpoint of the bert pretraining run', '\n'.join(lines))
+
+  def test_learning_rate_choice(self):
+    def choice():
+      return replication.choose_learning_rate(self.protocol, self.out_dir, 'teams', 'stsb')
+
+    unit = replication.Unit('teams', 'stsb', 3e-4, 1)
+    self.assertIsNone(choice())
+    _commit(self.out_dir, 'teams', 'stsb', 3e-4, 1, 0.2)
+    self.assertIsNone(choice())  # Seed 1 has not tried the whole grid yet.
+    _commit(self.out_dir, 'teams', 'stsb', 1e-4, 1, None)  # Constant predictions: counts as 0.
+    self.assertEqual(3e-4, choice())
+    _commit(self.out_dir, 'teams', 'stsb', 1e-4, 1, 0.2)  # A tie: the earlier rate.
+    self.assertEqual(1e-4, choice())
+    self.assertEqual(os.path.join('x', 'teams', 'stsb_lr3e-4_seed1.json'),
+                     replication.unit_path('x', unit))
+    self.assertEqual('2.5e-5', replication.format_rate(2.5e-5))
+
+  def test_report_medians_flags_and_paper_sentences(self):
+    out = self.out_dir
+    _commit_seeds(out, 'random', [0.50, 0.52, 0.54])
+    _commit_seeds(out, 'teams', [0.72, 0.70, 0.71])
+    _commit_seeds(out, 'electra', [0.60, 0.62, 0.64])
+    _commit_seeds(out, 'bert', [0.51, 0.55, 0.53])  # Within random's spread.
+    _commit_seeds(out, 'script', [0.58, 0.61, 0.63])  # Below ELECTRA, within the spread.
+    _commit_seeds(out, 'taco', [0.9, 0.8], tasks=('sst2',))
+    summary = replication_report.summarize(self.protocol, out)
+    teams = summary['teams']['tasks']['cola']
+    self.assertEqual((1e-4, 0.71, 0.70, 0.72), (teams['learning_rate'], teams['median'],
+                                                teams['min'], teams['max']))
+    self.assertEqual({'sst2': True, 'cola': True, 'stsb': True}, summary['teams']['beats_random'])
+    self.assertEqual({'sst2': False, 'cola': False, 'stsb': False},
+                     summary['bert']['beats_random'])
+    self.assertEqual({'sst2': None, 'cola': None, 'stsb': None}, summary['taco']['beats_random'])
+    self.assertEqual((['bert'], ['taco']),
+                     tuple(sorted(e) for e in replication_report.not_beating_random(
+                         {k: v for k, v in summary.items() if k not in ('mws', 'coco_lm')})))
+
+    sentences = [replication_report.paper_sentence(*claim, summary)
+                 for claim in replication_report.PAPER_CLAIMS]
+    self.assertEqual(
+        'The TEAMS paper reports TEAMS > ELECTRA > BERT on GLUE; on the average of the task '
+        'medians at this scale (TEAMS - ELECTRA +9.0 points (seed spread 4.0), ELECTRA - BERT '
+        '+9.0 points (seed spread 4.0)) the ordering reproduces; every gap exceeds the seed '
+        'spread.', sentences[0])
+    self.assertStartsWith(sentences[1], 'The COCO-LM paper reports COCO-LM > ELECTRA and '
+                          'COCO-LM > BERT on GLUE: not enough runs yet (COCO-LM lack')
+    self.assertIn('not enough runs yet (TACO lack', sentences[2])
+    self.assertEqual(
+        'The SCRIPT paper reports SCRIPT > ELECTRA on GLUE; on the average of the task medians '
+        'at this scale (SCRIPT - ELECTRA -1.0 points (seed spread 5.0)) the ordering does not '
+        'reproduce; SCRIPT - ELECTRA is within the seed spread, so more seeds or compute would '
+        'be needed to tell.', sentences[3])
+    text = replication_report.markdown(self.protocol, summary, {}, '# head')
+    self.assertIn('| TEAMS | 71.0 (70.0–72.0) | 1e-4 | 71.0 (70.0–72.0) | 1e-4 | '
+                  '71.0 (70.0–72.0) | 1e-4 | 71.0 | yes / yes / yes | — | — | — |', text)
+    self.assertIn('| TACO | 85.0 (80.0–90.0), 2/3 seeds | 1e-4 | not run yet | ? | not run yet | '
+                  '? | — | — / — / — |', text)
+    self.assertIn('| MWS-only | not run yet | ? |', text)
+    self.assertIn('| random init | 52.0 (50.0–54.0) | 1e-4 |', text)
+    self.assertIn('on at least 2 of the 3 tasks: BERT (not decided yet: MWS-only, COCO-LM, '
+                  'TACO).', text)
+    # An ordering that holds on the medians but within the spread is not called reproduced.
+    summary['teams']['average']['median'] = summary['electra']['average']['median'] + 0.01
+    self.assertIn('the ordering holds on the medians, but TEAMS - ELECTRA is within the seed '
+                  'spread, so more seeds or compute would be needed to tell.',
+                  replication_report.paper_sentence(*replication_report.PAPER_CLAIMS[0],
+                                                    summary))
+
+  def test_write_report_writes_table_json_and_plots(self):
+    learning_dir = os.path.join(self.get_temp_dir(), 'learning')
+    os.makedirs(learning_dir)
+    curve = [dict(step=s, flops=s * 3e10, train_seconds=s * 0.8, mlm_accuracy=s / 1e4)
+             for s in (1000, 3000)]
+    with open(os.path.join(learning_dir, 'bert.json'), 'w') as f:
+      json.dump(dict(curve=curve, setup=dict(max_train_flops=9e13)), f)
+    _commit_seeds(self.out_dir, 'random', [0.50, 0.52, 0.54])
+    _commit_seeds(self.out_dir, 'bert', [0.61, 0.62, 0.63])
+    table = replication_report.write_report(self.out_dir, learning_dir, self.protocol,
+                                            exp_factory.get_exp_config('bert_mini'), 3000)
+    self.assertIn('| BERT | 62.0 (61.0–63.0) | 1e-4 |', table)
+    self.assertIn('| yes / yes / yes | 9e+13 | 3,000 | 40.0 |', table)
+    # Every row, the separator included, has the header's columns.
+    self.assertLen({line.count('|') for line in table.splitlines()}, 1)
+    with open(os.path.join(self.out_dir, 'replication.md')) as f:
+      text = f.read()
+    self.assertIn(table, text)
+    self.assertIn('to 9e+13 training FLOPs, the cost of 3,000 BERT-mini steps', text)
+    self.assertIn('40% masking', text)
+    with open(os.path.join(self.out_dir, 'replication.json')) as f:
+      self.assertEqual(0.62, json.load(f)['encoders']['bert']['tasks']['sst2']['median'])
+    for name in ('pretraining.png', 'glue.png'):
+      self.assertGreater(os.path.getsize(os.path.join(self.out_dir, name)), 1000)
+
+  def test_glue_tasks_are_converted_once_with_the_protocol(self):
+    glue_dir, data_dir = os.path.join(self.get_temp_dir(), 'glue'), self.runs.data_dir
+    for folder in ('SST-2', 'CoLA', 'STS-B'):
+      os.makedirs(os.path.join(glue_dir, folder))
+    convert = mock.Mock()
+    kept = dict(vocab_file='vocab.txt', lower_case=True, max_seq_length=64,
+                max_train_examples=8000)
+    os.makedirs(os.path.join(data_dir, 'sst2'))
+    with open(os.path.join(data_dir, 'sst2', 'meta_data.json'), 'w') as f:
+      json.dump(kept, f)
+    replication.prepare_glue(self.protocol, glue_dir, 'vocab.txt', data_dir, convert,
+                             log=lambda _: None)
+    self.assertEqual([dict(task=task, source=os.path.join(glue_dir, folder),
+                           output_dir=os.path.join(data_dir, task), subset_seed=0,
+                           vocab_file=os.path.abspath('vocab.txt'), lower_case=True,
+                           max_seq_length=64, max_train_examples=None)
+                      for task, folder in (('cola', 'CoLA'), ('stsb', 'STS-B'))],
+                     [call.kwargs for call in convert.call_args_list])
+    with self.assertRaisesRegex(ValueError, "converted with {'max_seq_length': 64}"):
+      replication.prepare_glue(dataclasses.replace(self.protocol, max_seq_length=32), glue_dir,
+                               'vocab.txt', data_dir, convert, log=lambda _: None)
+    with self.assertRaisesRegex(ValueError, 'lacks SST-2/'):
+      replication.prepare_glue(self.protocol, self.get_temp_dir(), 'vocab.txt',
+                               os.path.join(self.get_temp_dir(), 'new'), convert,
+                               log=lambda _: None)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,97 @@
+"""Compute-matched mini replication: mini encoders and random init fine-tuned on GLUE.
+
+TEAMS vs ELECTRA vs BERT, and COCO-LM, TACO and SCRIPT vs their baselines, pretrained at equal
+FLOPs.
+
+  python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
+
+Pretrains (or reuses) every mini objective as tools/benchmark_learning.py does, fine-tunes each
+kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and writes
+benchmarks/replication/; rerunning skips finished units. Run it on an otherwise idle machine.
+"""
+
+import functools
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from official.core import exp_factory
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.benchmarking import learning
+from teams_tf.benchmarking import replication
+from teams_tf.benchmarking import replication_report
+from teams_tf.finetuning import glue
+from teams_tf.finetuning import sweep
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SHARED = os.path.join(_ROOT, '..', 'shared', 'data')
+_CORPUS = flags.DEFINE_string('corpus_dir', os.path.join(_SHARED, 'corpus', 'enwiki_2015_extract'),
+                              'Directory of wiki_00.txt ... wiki_49.txt.')
+_GLUE_DIR = flags.DEFINE_string('glue_dir', os.path.join(_SHARED, 'glue'),
+                                'GLUE download with SST-2/, CoLA/ and STS-B/.')
+_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+                                'Vocabulary, records, GLUE records and run directories.')
+_OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
+                               'Committed unit results and the report.')
+_BERT_STEPS = flags.DEFINE_integer(
+    'bert_steps', 3000, 'Pretraining budget of every objective, in FLOPs of this many BERT-mini '
+    'steps (as tools/benchmark_learning.py).')
+_ENCODERS = flags.DEFINE_list('encoders', list(replication.ENCODERS), 'Encoders to fine-tune.')
+_SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds at the chosen learning rate.')
+_REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
+# tools/benchmark_learning.py's defaults: its runs and result files are the ones reused.
+_LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
+_VOCAB_SIZE, _VALIDATION_INTERVAL = 8192, 500
+
+
+def _convert(task, source, output_dir, **fields):
+  glue.write_records(glue.tsv_processor(task), source, glue.check_vocabulary(fields['vocab_file']),
+                     fields['lower_case'], fields['max_seq_length'], output_dir, task, source,
+                     fields['max_train_examples'], fields['subset_seed'])
+
+
+def _fine_tune(fields):
+  settings = sweep.SweepSettings(**fields)
+  try:
+    plan = sweep.prepare(settings)
+  except ValueError as e:
+    sys.exit(f'error: {e}')
+  sweep.run(settings, plan)
+
+
+def main(argv):
+  del argv
+  unknown = sorted(set(_ENCODERS.value) - set(replication.ENCODERS))
+  if unknown:
+    sys.exit(f'error: unknown encoders {unknown}; use some of {replication.ENCODERS}.')
+  try:
+    protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
+  except ValueError as e:
+    sys.exit(f'error: --seeds: {e}')
+  recipe = exp_factory.get_exp_config('bert_mini')
+  report = functools.partial(replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR,
+                             protocol, recipe, _BERT_STEPS.value)
+  if not _REPORT_ONLY.value:
+    encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
+    try:
+      setup, flops, _ = learning.default_setup(
+          _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR, _VOCAB_SIZE, _BERT_STEPS.value,
+          _VALIDATION_INTERVAL, os.path.join(_ROOT, 'tools'))
+      run_dirs = replication.pretrain(setup, flops, encoders)
+      data_dir = os.path.join(_WORK_DIR.value, f'glue_{setup.vocab_size}')
+      replication.prepare_glue(protocol, _GLUE_DIR.value, setup.vocab_file, data_dir, _convert)
+      runs = replication.Replication(protocol, _OUT_DIR.value, _WORK_DIR.value, data_dir,
+                                     run_dirs, setup.max_train_flops)
+      replication.check_committed(runs, encoders)
+    except ValueError as e:
+      sys.exit(f'error: {" ".join(str(e).split())}')
+    replication.run(runs, encoders, _fine_tune, report)
+  report()
+  print(f'report: {os.path.join(_OUT_DIR.value, "replication.md")}')
+
+
+if __name__ == '__main__':
+  app.run(main)
