@@ -29,9 +29,11 @@ class MixedPrecisionTest(tf.test.TestCase, parameterized.TestCase):
     tf_keras.mixed_precision.set_global_policy('float32')
     super().tearDown()
 
+  # MWS-only is the TEAMS pretrainer without its RTD head and loss: TEAMS trains every layer
+  # and loss of it.
   @parameterized.named_parameters(
       (objective, objective)
-      for objective in ('teams', 'electra', 'bert', 'mws', 'coco_lm', 'taco', 'script'))
+      for objective in ('teams', 'electra', 'bert', 'coco_lm', 'taco', 'script'))
   def test_demo_trains_finitely_in_bfloat16(self, objective):
     tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
     tf_keras.utils.set_random_seed(0)

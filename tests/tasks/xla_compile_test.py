@@ -25,9 +25,11 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
     tf_keras.mixed_precision.set_global_policy('float32')
     super().tearDown()
 
+  # MWS-only is the TEAMS pretrainer without its RTD head and loss: TEAMS compiles every layer
+  # and loss of it.
   @parameterized.named_parameters(
       (objective, objective)
-      for objective in ('teams', 'electra', 'bert', 'mws', 'coco_lm', 'taco', 'script'))
+      for objective in ('teams', 'electra', 'bert', 'coco_lm', 'taco', 'script'))
   def test_losses_and_gradients_compile_in_bfloat16(self, objective):
     tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
     config = testing_utils.two_layer_demo_experiment(objective).task

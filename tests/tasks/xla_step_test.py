@@ -82,7 +82,7 @@ class XlaStepTest(tf.test.TestCase, parameterized.TestCase):
     return values, [v.numpy() for v in model.trainable_variables]
 
   # MWS-only is the TEAMS pretrainer without its RTD head and loss: TEAMS runs every layer and
-  # loss of it. Every objective compiles in tests/tasks/xla_compile_test.py.
+  # loss of it. Every other objective also compiles in tests/tasks/xla_compile_test.py.
   @parameterized.named_parameters(
       (objective, objective)
       for objective in ('teams', 'electra', 'bert', 'coco_lm', 'taco', 'script'))
