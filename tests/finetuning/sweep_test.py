@@ -19,6 +19,17 @@ from tests import testing_utils
 from tests.finetuning import glue_testing_utils as fixtures
 
 
+def _write_teams_run(run_dir, model_config):
+  """Saves a TEAMS model in `run_dir` with the params.yaml of a teams_tf.train run; returns it."""
+  model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
+  model(testing_utils.pretraining_batch())
+  tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
+  run_params = exp_factory.get_exp_config('teams_demo')
+  run_params.task.model = model_config
+  train_utils.serialize_config(run_params, run_dir)
+  return model
+
+
 class SweepTest(tf.test.TestCase, parameterized.TestCase):
 
   @classmethod
@@ -107,12 +118,7 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
                                                             attention_dropout_rate=0.0)
     model_config = testing_utils.tiny_teams_config(
         encoder=encoder_config, relative_position_bias=True, relative_position_bias_scale=10.0)
-    model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
-    model(testing_utils.pretraining_batch())
-    tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
-    run_params = exp_factory.get_exp_config('teams_demo')
-    run_params.task.model = model_config
-    train_utils.serialize_config(run_params, run_dir)
+    model = _write_teams_run(run_dir, model_config)
 
     encoder = sweep.pretraining_encoder(run_dir)
     params, _, _ = sweep.build_params('sst2', 'demo', 1, self.data_dir, run_dir,
@@ -141,12 +147,7 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     run_dir = os.path.join(self.get_temp_dir(), 'shape_run')
     model_config = testing_utils.tiny_teams_config(encoder=testing_utils.tiny_encoder_config(
         vocab_size=testing_utils.sample_vocab_size()))
-    model = teams_pretrainer.build_teams_pretrainer(model_config, seed=3)
-    model(testing_utils.pretraining_batch())
-    tf.train.Checkpoint(model=model, **model.checkpoint_items).save(os.path.join(run_dir, 'ckpt'))
-    run_params = exp_factory.get_exp_config('teams_demo')
-    run_params.task.model = model_config
-    train_utils.serialize_config(run_params, run_dir)
+    _write_teams_run(run_dir, model_config)
     settings = sweep.SweepSettings(
         tasks=('sst2',), seeds='1', size='demo', data_dir=self.data_dir, init_checkpoint='',
         output_dir=self.get_temp_dir(), train_steps=2)
