@@ -301,7 +301,11 @@ def verdicts(objective: str, last: dict) -> list[dict]:
 
 
 def result_path(setup: Setup, objective: str) -> str:
-  return os.path.join(setup.out_dir, f'{objective}.json')
+  return _result_file(setup.out_dir, objective)
+
+
+def _result_file(out_dir: str, objective: str) -> str:
+  return os.path.join(out_dir, f'{objective}.json')
 
 
 def run_objective(objective: str, setup: Setup, flops_per_step: float,
@@ -346,11 +350,11 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   return result
 
 
-def load_results(setup: Setup) -> dict[str, dict]:
-  """Objective -> result, for every objective whose result file exists."""
+def load_results(out_dir: str) -> dict[str, dict]:
+  """Objective -> result, for every objective whose result file exists in `out_dir`."""
   results = {}
   for objective in OBJECTIVES:
-    path = result_path(setup, objective)
+    path = _result_file(out_dir, objective)
     if os.path.exists(path):
       with open(path) as f:
         results[objective] = json.load(f)
@@ -427,7 +431,7 @@ def plot(results: dict[str, dict], path: str) -> None:
 
 def write_report(setup: Setup, preamble: str) -> dict[str, dict]:
   """Writes learning.{md,json,png} into `setup.out_dir` from the result files there."""
-  results = load_results(setup)
+  results = load_results(setup.out_dir)
   atomic_files.write_text(os.path.join(setup.out_dir, 'learning.md'),
                           markdown(results, preamble))
   atomic_files.write_json(os.path.join(setup.out_dir, 'learning.json'), results)

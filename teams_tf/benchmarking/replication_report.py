@@ -9,7 +9,6 @@ the learning benchmark's result files) and `glue.png` (one panel per task).
 """
 
 import dataclasses
-import json
 import os
 import platform
 
@@ -29,17 +28,6 @@ PAPER_CLAIMS = (
 )
 # A pretrained encoder is flagged when it beats random init on fewer tasks than this.
 MIN_TASKS_BEATEN = 2
-
-
-def load_pretraining(learning_dir: str) -> dict[str, dict]:
-  """Objective -> the learning benchmark's result, for every result file in `learning_dir`."""
-  results = {}
-  for objective in learning.OBJECTIVES:
-    path = os.path.join(learning_dir, f'{objective}.json')
-    if os.path.exists(path):
-      with open(path) as f:
-        results[objective] = json.load(f)
-  return results
 
 
 def _task_summary(protocol, out_dir, encoder, task):
@@ -178,7 +166,7 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict) -> str:
     protocol: the fine-tuning protocol.
     recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
     bert_steps: the pretraining budget in BERT-mini steps.
-    pretraining: the learning benchmark's results (`load_pretraining`), which hold the budget.
+    pretraining: the learning benchmark's results (`learning.load_results`), which hold the budget.
   """
   budgets = {result['setup']['max_train_flops'] for result in pretraining.values()}
   budget = (f'{budgets.pop():.3g} training FLOPs, the cost of ' if len(budgets) == 1
@@ -291,7 +279,7 @@ def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: 
   Reads the committed unit results in `out_dir` and the learning results in `learning_dir`.
   """
   os.makedirs(out_dir, exist_ok=True)
-  pretraining = load_pretraining(learning_dir)
+  pretraining = learning.load_results(learning_dir)
   summary = summarize(protocol, out_dir)
   head = preamble(protocol, recipe, bert_steps, pretraining)
   atomic_files.write_text(os.path.join(out_dir, 'replication.md'),
