@@ -288,8 +288,8 @@ def main(_):
                                     size), flush=True)
 
 
-def run():
-  """Console-script entry point (`teams-train`)."""
+def define_flags():
+  """Model Garden's training flags, the ones --help lists, and the check of the required ones."""
   tfm_flags.define_flags()
   for name in _KEY_FLAGS:
     flags.declare_key_flag(name)
@@ -298,6 +298,11 @@ def run():
       required + ['list_experiments'],
       lambda values: values['list_experiments'] or all(values[name] for name in required),
       message='--experiment, --mode and --model_dir are required (or pass --list_experiments).')
+
+
+def run():
+  """Console-script entry point (`teams-train`)."""
+  define_flags()
   app.run(main)
 
 

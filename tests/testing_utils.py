@@ -2,6 +2,8 @@
 
 from typing import Any, Dict, NamedTuple
 
+from absl import flags
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -34,6 +36,33 @@ SMALL_DEMO_RUN = ','.join(
      for key in ('seq_length=32', 'max_predictions_per_seq=5', 'global_batch_size=4')] +
     ['task.model.encoder.num_layers=2', 'trainer.steps_per_loop=2',
      'trainer.summary_interval=2', 'trainer.optimizer_config.warmup.linear.warmup_steps=1'])
+
+
+def train_error(*argv):
+  """The error `python -m teams_tf.train *argv` exits with, from a run in this process.
+
+  `train.main` ends every misuse in `sys.exit('error: ...')`, which Python prints as the last line
+  of stderr with status 1 and no traceback; any other exception fails the calling test. In this
+  process a case takes seconds, where a subprocess pays TensorFlow's start-up (about 25 s). The
+  flags are parsed as from the command line, then reset with gin's bindings.
+  """
+  # Imported here: it defines flags, which only the tests that run it need.
+  from teams_tf import train  # pylint: disable=g-import-not-at-top
+  if 'experiment' not in flags.FLAGS:
+    train.define_flags()
+  was_parsed = flags.FLAGS.is_parsed()
+  try:
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(['teams_tf.train', *argv])
+    train.main(None)
+  except SystemExit as e:
+    return str(e.code)
+  finally:
+    flags.FLAGS.unparse_flags()
+    if was_parsed:
+      flags.FLAGS.mark_as_parsed()
+    gin.clear_config()
+  raise AssertionError(f'python -m teams_tf.train {" ".join(argv)} ended without an error')
 
 
 def tiny_encoder_config(num_layers=2, vocab_size=VOCAB_SIZE):

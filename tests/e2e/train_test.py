@@ -1,15 +1,18 @@
 """End to end: the demo experiment through `python -m teams_tf.train`, continued pretraining,
-errors."""
+errors (the command line's own output in a subprocess, each misuse through `train.main`)."""
 
 import glob
 import os
 import subprocess
 import sys
+from unittest import mock
 
+from absl import flags
 import tensorflow as tf
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.registry import experiments
+from tests import testing_utils
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 _FAST = ','.join([
@@ -65,28 +68,24 @@ class TrainTest(tf.test.TestCase):
 class _OneLineErrorTest(tf.test.TestCase):
   """Misuse ends in one line starting with 'error: ', a non-zero status and no traceback."""
 
-  def _assert_one_line_error(self, result, expected):
+  def _assert_one_line_error(self, message, expected):
+    self.assertStartsWith(message, 'error: ')
+    self.assertNotIn('\n', message)
+    self.assertIn(expected, message)
+
+
+class CommandLineTest(_OneLineErrorTest):
+  """What the command prints, in its own process: help, the experiment list, an error line."""
+
+  def test_unknown_experiment_is_the_last_line_of_stderr(self):
+    result = _train(self.get_temp_dir(), '--experiment=teams_smal', '--mode=train')
     self.assertNotEqual(0, result.returncode)
     self.assertNotIn('Traceback', result.stderr)
     last_line = result.stderr.strip().splitlines()[-1]
-    self.assertStartsWith(last_line, 'error: ')
-    self.assertIn(expected, last_line)
-
-
-class FlagErrorsTest(_OneLineErrorTest):
-  """Flags: experiment names, modes, help, strategies, determinism, gin."""
-
-  def test_unknown_experiment(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_smal', '--mode=train')
     self._assert_one_line_error(
-        result, "unknown experiment 'teams_smal'; did you mean 'teams_small'")
-    self.assertIn('(--list_experiments lists all)', result.stderr)
-    self.assertLess(len(result.stderr.strip().splitlines()[-1]), 200)
-
-  def test_mode_model_garden_does_not_run(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo',
-                    '--mode=continuous_train_and_eval')
-    self._assert_one_line_error(result, 'use one of train, eval, train_and_eval')
+        last_line, "unknown experiment 'teams_smal'; did you mean 'teams_small'")
+    self.assertIn('(--list_experiments lists all)', last_line)
+    self.assertLess(len(last_line), 200)
 
   def test_help_shows_the_flags_a_user_needs(self):
     # absl exits with status 1 after --help.
@@ -95,22 +94,6 @@ class FlagErrorsTest(_OneLineErrorTest):
     for name in ('experiment', 'mode', 'model_dir', 'config_file', 'params_override',
                  'gin_file', 'gin_params', 'tpu', 'seed', 'list_experiments'):
       self.assertIn(f'--{name}', result.stdout)
-
-  def test_tpu_experiment_without_a_tpu(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_small', '--mode=train')
-    self._assert_one_line_error(result, "cannot create the 'tpu' distribution strategy")
-    self.assertIn('--tpu=', result.stderr.strip().splitlines()[-1])
-    self.assertIn('runtime.distribution_strategy=mirrored', result.stderr.strip().splitlines()[-1])
-
-  def test_bad_gin_binding(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
-                    '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0')
-    self._assert_one_line_error(result, 'NoSuchLayer')
-
-  def test_op_determinism_with_onednn_forced_on(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train', '--seed=1',
-                    '--op_determinism', env={'TF_ENABLE_ONEDNN_OPTS': '1'})
-    self._assert_one_line_error(result, 'TF_ENABLE_ONEDNN_OPTS=1: unset it or set it to 0')
 
   def test_list_experiments_describes_every_registered_experiment(self):
     result = subprocess.run([sys.executable, '-m', 'teams_tf.train', '--list_experiments'],
@@ -121,59 +104,94 @@ class FlagErrorsTest(_OneLineErrorTest):
     self.assertIn('Table 3 "Use FFN task heads"', lines['teams_small_ffn_heads'])
     self.assertIn('ELECTRA', lines['electra_small'])
 
+
+class FlagErrorsTest(_OneLineErrorTest):
+  """Flags: modes, strategies, determinism, gin, required flags (in this process)."""
+
+  def _error(self, *argv):
+    return testing_utils.train_error(f'--model_dir={self.get_temp_dir()}', *argv)
+
+  def test_mode_model_garden_does_not_run(self):
+    self._assert_one_line_error(
+        self._error('--experiment=teams_demo', '--mode=continuous_train_and_eval'),
+        'use one of train, eval, train_and_eval')
+
+  def test_tpu_experiment_without_a_tpu(self):
+    message = self._error('--experiment=teams_small', '--mode=train')
+    self._assert_one_line_error(message, "cannot create the 'tpu' distribution strategy")
+    self.assertIn('--tpu=', message)
+    self.assertIn('runtime.distribution_strategy=mirrored', message)
+
+  def test_bad_gin_binding(self):
+    self._assert_one_line_error(
+        self._error('--experiment=teams_demo', '--mode=train',
+                    '--gin_params=teams_tf.NoSuchLayer.epsilon=1.0'), 'NoSuchLayer')
+
+  def test_op_determinism_with_onednn_forced_on(self):
+    with mock.patch.dict(os.environ, {'TF_ENABLE_ONEDNN_OPTS': '1'}):
+      message = self._error('--experiment=teams_demo', '--mode=train', '--seed=1',
+                            '--op_determinism')
+    self._assert_one_line_error(message, 'TF_ENABLE_ONEDNN_OPTS=1: unset it or set it to 0')
+
   def test_missing_experiment_says_what_is_required(self):
-    result = _train(self.get_temp_dir(), '--mode=train')
-    self.assertNotEqual(0, result.returncode)
-    self.assertIn('--experiment, --mode and --model_dir are required (or pass '
-                  '--list_experiments)', result.stderr)
+    with self.assertRaisesRegex(flags.IllegalFlagValueError,
+                                r'--experiment, --mode and --model_dir are required \(or pass '
+                                r'--list_experiments\)'):
+      testing_utils.train_error('--mode=train')
 
 
 class ConfigAndInputErrorsTest(_OneLineErrorTest):
-  """Overrides and training inputs, each refused before anything is written."""
+  """Overrides and training inputs, each refused before anything is written (in this process)."""
+
+  def _error(self, model_dir, experiment, override):
+    return testing_utils.train_error(f'--model_dir={model_dir}', f'--experiment={experiment}',
+                                     '--mode=train', f'--params_override={override}')
 
   def test_unknown_override_key(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
-                    '--params_override=task.model.num_negativs=3')
-    self._assert_one_line_error(result, 'num_negativs')
+    self._assert_one_line_error(
+        self._error(self.get_temp_dir(), 'teams_demo', 'task.model.num_negativs=3'),
+        'num_negativs')
 
   def test_unparsable_override(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
-                    '--params_override=task.train_data.input_path=/data/shard-[0-6].tfrecord')
-    self._assert_one_line_error(result, 'bad --config_file/--params_override')
+    self._assert_one_line_error(
+        self._error(self.get_temp_dir(), 'teams_demo',
+                    'task.train_data.input_path=/data/shard-[0-6].tfrecord'),
+        'bad --config_file/--params_override')
 
   def test_a_word_for_a_number_is_refused_before_anything_is_written(self):
     model_dir = os.path.join(self.get_temp_dir(), 'abc')
-    result = _train(model_dir, '--experiment=teams_demo', '--mode=train',
-                    '--params_override=trainer.train_steps=abc')
-    self._assert_one_line_error(result, "trainer.train_steps='abc' must be an integer")
+    self._assert_one_line_error(self._error(model_dir, 'teams_demo', 'trainer.train_steps=abc'),
+                                "trainer.train_steps='abc' must be an integer")
     self.assertFalse(os.path.exists(model_dir))
 
   def test_paper_knob_out_of_range(self):
-    result = _train(self.get_temp_dir(), '--experiment=teams_demo', '--mode=train',
-                    '--params_override=task.model.rtd_head_input_layer=9')
-    self._assert_one_line_error(result, 'rtd_head_input_layer=9 must be in [1, 4]')
+    self._assert_one_line_error(
+        self._error(self.get_temp_dir(), 'teams_demo', 'task.model.rtd_head_input_layer=9'),
+        'rtd_head_input_layer=9 must be in [1, 4]')
 
   def test_model_dir_that_is_a_file(self):
     path = os.path.join(self.get_temp_dir(), 'notes.txt')
     with open(path, 'w') as f:
       f.write('my notes')
-    result = _train(path, '--experiment=teams_demo', '--mode=train')
-    self._assert_one_line_error(result, 'notes.txt is a file, not a directory')
+    self._assert_one_line_error(
+        testing_utils.train_error(f'--model_dir={path}', '--experiment=teams_demo',
+                                  '--mode=train'),
+        'notes.txt is a file, not a directory')
     with open(path) as f:
       self.assertEqual('my notes', f.read())
 
   def test_several_input_files_in_one_override(self):
-    result = _train(self.get_temp_dir(), '--experiment=bert_demo', '--mode=train',
-                    '--params_override=task.train_data.input_path=/tmp/a.txt,/tmp/b.txt')
     self._assert_one_line_error(
-        result, "quote a list of files, task.train_data.input_path='a.txt,b.txt'")
+        self._error(self.get_temp_dir(), 'bert_demo',
+                    'task.train_data.input_path=/tmp/a.txt,/tmp/b.txt'),
+        "quote a list of files, task.train_data.input_path='a.txt,b.txt'")
 
   def test_missing_input_file_is_one_line_and_writes_nothing(self):
     model_dir = os.path.join(self.get_temp_dir(), 'missing_input')
     missing = os.path.join(self.get_temp_dir(), 'no_such_corpus.txt')
-    result = _train(model_dir, '--experiment=bert_demo', '--mode=train',
-                    f"--params_override=task.train_data.input_path='{missing},{missing}'")
-    self._assert_one_line_error(result, f"input_path pattern '{missing}' matches no file")
+    self._assert_one_line_error(
+        self._error(model_dir, 'bert_demo', f"task.train_data.input_path='{missing},{missing}'"),
+        f"input_path pattern '{missing}' matches no file")
     self.assertFalse(os.path.exists(model_dir))
 
   def test_binary_training_input_is_one_line_and_writes_nothing(self):
@@ -181,9 +199,9 @@ class ConfigAndInputErrorsTest(_OneLineErrorTest):
     binary = os.path.join(self.get_temp_dir(), 'weights.bin')
     with open(binary, 'wb') as f:
       f.write(bytes(range(256)) * 64)
-    result = _train(model_dir, '--experiment=bert_demo', '--mode=train',
-                    f'--params_override=task.train_data.input_path={binary}')
-    self._assert_one_line_error(result, 'none of its 1 file(s) holds text')
+    self._assert_one_line_error(
+        self._error(model_dir, 'bert_demo', f'task.train_data.input_path={binary}'),
+        'none of its 1 file(s) holds text')
     self.assertFalse(os.path.exists(model_dir))
 
   def test_training_input_without_a_batch_is_one_line(self):
@@ -191,10 +209,11 @@ class ConfigAndInputErrorsTest(_OneLineErrorTest):
     records = os.path.join(self.get_temp_dir(), 'empty.tfrecord')
     with tf.io.TFRecordWriter(records):
       pass
-    result = _train(model_dir, '--experiment=bert_demo', '--mode=train',
-                    f'--params_override={_FAST},task.train_data.input_path={records},'
-                    'task.train_data.input_format=tfrecord')
-    self._assert_one_line_error(result, 'the training input ran out of batches: ')
+    self._assert_one_line_error(
+        self._error(model_dir, 'bert_demo', f'{_FAST},task.train_data.input_path={records},'
+                    'task.train_data.input_format=tfrecord'),
+        'the training input ran out of batches: ')
+
 
 if __name__ == '__main__':
   tf.test.main()
