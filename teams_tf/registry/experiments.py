@@ -21,6 +21,7 @@ corpus for a paper-scale run. Each registered factory's docstring is its one-lin
 """
 
 import dataclasses
+import functools
 import typing
 from typing import Callable, Optional
 
@@ -297,6 +298,7 @@ def _experiment(model, task_config_cls, settings, trainer_overrides, runtime=Non
       ])
 
 
+@functools.cache  # The embedded vocabulary is read once, not once per experiment built.
 def _sample_vocab_size():
   return tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
 
