@@ -71,6 +71,7 @@ def _train_demo_run(model_dir, sentences):
   batches = (tf.data.Dataset.from_tensor_slices(inputs).repeat().enumerate().map(mask)
              .batch(len(sentences)).take(_TRAIN_STEPS))
   optimizer = testing_utils.constant_lr_optimizer(5e-3)
+  testing_utils.build_step_variables(model, optimizer, next(iter(batches)))
   step = tf.function(lambda batch: task.train_step(batch, model, optimizer))
   for batch in batches:
     step(batch)

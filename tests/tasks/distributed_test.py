@@ -53,9 +53,11 @@ _SCRIPT = textwrap.dedent('''
         mirrored.set_weights(single.get_weights())  # Weights and the seed stream's state.
         mirrored_metrics = task.build_metrics()
         mirrored_sgd = tf_keras.optimizers.SGD(0.1)
+        testing_utils.build_step_variables(mirrored, mirrored_sgd)
       before = [v.numpy() for v in single.trainable_variables]
       single_metrics = task.build_metrics()
       single_sgd = tf_keras.optimizers.SGD(0.1)
+      testing_utils.build_step_variables(single, single_sgd)
       single_logs = tf.function(
           lambda: task.train_step(batch, single, single_sgd, metrics=single_metrics))()
       mirrored_logs = strategy.run(tf.function(

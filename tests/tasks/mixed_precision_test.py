@@ -46,6 +46,7 @@ class MixedPrecisionTest(tf.test.TestCase, parameterized.TestCase):
     metrics = task.build_metrics()
     step = tf.function(lambda batch: task.train_step(batch, model, optimizer, metrics=metrics))
     batches = iter(task.build_inputs(config.train_data))
+    testing_utils.build_step_variables(model, optimizer, next(batches))
 
     losses = []
     for i in range(_STEPS):

@@ -16,6 +16,7 @@ from official.nlp.tools import squad_evaluate_v2_0
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.data import embedded
 from teams_tf.models import teams_pretrainer
+from tests import testing_utils
 
 _CONTEXTS = [
     ('The cat sat on the mat in the kitchen. It was a sunny day in May.',
@@ -80,6 +81,7 @@ class SquadFinetuneTest(tf.test.TestCase):
         'learning_rate': {'type': 'constant', 'constant': {'learning_rate': 3e-3}},
     })).build_optimizer(3e-3)
     train_batch = next(iter(task.build_inputs(params.task.train_data)))
+    testing_utils.build_step_variables(model, optimizer)
     step = tf.function(lambda: task.train_step(train_batch, model, optimizer))
     losses = [float(step()['loss']) for _ in range(15)]
     self.assertLess(np.mean(losses[-3:]), 0.7 * losses[0])

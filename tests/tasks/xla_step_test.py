@@ -70,6 +70,7 @@ class XlaStepTest(tf.test.TestCase, parameterized.TestCase):
     model(batch)
     model.set_weights(initial_weights)  # Weights and the seed stream's state.
     optimizer = tf_keras.optimizers.SGD(0.1)
+    testing_utils.build_step_variables(model, optimizer)
     metrics = task.build_metrics(training=True)
 
     @tf.function(jit_compile=jit_compile)
