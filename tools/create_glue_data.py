@@ -22,7 +22,6 @@ so its presence marks a complete conversion. `--max_train_examples` keeps a seed
 the train set (in file order); the dev set is always complete.
 """
 
-import collections
 import os
 import sys
 import time
@@ -52,53 +51,30 @@ _MAX_TRAIN_EXAMPLES = flags.DEFINE_integer(
 _SUBSET_SEED = flags.DEFINE_integer('subset_seed', 0, 'Seed of the --max_train_examples subset.')
 
 
-def _label_summary(label_ids, label_names):
-  if label_names is None:
-    return (f'scores mean {sum(label_ids) / len(label_ids):.2f}, min {min(label_ids):.2f}, '
-            f'max {max(label_ids):.2f}')
-  counts = collections.Counter(label_ids)
-  return 'labels ' + ', '.join(f'{name}={i}: {counts[i]}' for i, name in enumerate(label_names))
-
-
-def _convert():
+def _processor():
+  """(processor, its data_dir, the source recorded in meta_data.json) from the flags."""
   if (_GLUE_DIR.value is None) == (_TFDS_NAME.value is None):
     raise ValueError('give exactly one of --glue_dir and --tfds_name.')
-  vocab = glue.check_vocabulary(_VOCAB_FILE.value)
   if _GLUE_DIR.value is not None:
-    processor, data_dir = glue.tsv_processor(_TASK.value), _GLUE_DIR.value
-    source = os.path.abspath(data_dir)
-  else:
-    processor, data_dir = glue.tfds_processor(_TASK.value, _TFDS_NAME.value), None
-    source = f'tfds:{_TFDS_NAME.value}'
-  meta_data, stats = glue.write_records(
-      processor, data_dir, vocab, _LOWER_CASE.value, _MAX_SEQ_LENGTH.value, _OUTPUT_DIR.value,
-      _TASK.value, source, _MAX_TRAIN_EXAMPLES.value, _SUBSET_SEED.value)
-  return vocab, processor.get_labels(), meta_data, stats
+    return glue.tsv_processor(_TASK.value), _GLUE_DIR.value, os.path.abspath(_GLUE_DIR.value)
+  return (glue.tfds_processor(_TASK.value, _TFDS_NAME.value), None,
+          f'tfds:{_TFDS_NAME.value}')
 
 
 def main(argv):
   del argv
   start = time.time()
   try:
-    vocab, label_names, meta_data, stats = _convert()
+    vocab = glue.check_vocabulary(_VOCAB_FILE.value)
+    processor, data_dir, source = _processor()
+    meta_data, stats = glue.write_records(
+        processor, data_dir, vocab, _LOWER_CASE.value, _MAX_SEQ_LENGTH.value, _OUTPUT_DIR.value,
+        _TASK.value, source, _MAX_TRAIN_EXAMPLES.value, _SUBSET_SEED.value)
   except ValueError as e:  # Bad flags, vocabulary or rows: one line naming the file and line.
     sys.exit(f'error: {" ".join(str(e).split())}')
-  print(f'GLUE {meta_data["task"]} from {meta_data["source"]} -> '
-        f'{os.path.abspath(_OUTPUT_DIR.value)} ({time.time() - start:.1f} s)')
-  print(f'  vocabulary {vocab.path}: {vocab.size} tokens, [PAD]={vocab.pad_id} '
-        f'[UNK]={vocab.unk_id} [CLS]={vocab.cls_id} [SEP]={vocab.sep_id}; '
-        f'lower_case={_LOWER_CASE.value}; max_seq_length={_MAX_SEQ_LENGTH.value}')
-  for split, name in glue.RECORD_FILES.items():
-    subset = (f' (random subset of {stats.read[split]}, seed {_SUBSET_SEED.value})'
-              if stats.read[split] != stats.written[split] else '')
-    skipped = meta_data['skipped_rows'].get(split, 0)
-    print(f'  {split}: {stats.written[split]} examples{subset} -> {name}; '
-          f'{_label_summary(stats.label_ids[split], label_names)}; '
-          f'{stats.full_length[split]} fill all {_MAX_SEQ_LENGTH.value} positions (may be '
-          'truncated)' + (f'; {skipped} malformed rows skipped' if skipped else ''))
-  print('  meta_data.json: ' + ', '.join(
-      f'{key}={meta_data[key]}' for key in ('task', 'train_data_size', 'eval_data_size',
-                                            'num_labels', 'max_seq_length')))
+  print(f'GLUE {meta_data["task"]} from {source} -> {os.path.abspath(_OUTPUT_DIR.value)} '
+        f'({time.time() - start:.1f} s)')
+  print(glue.conversion_summary(meta_data, stats, processor.get_labels()))
 
 
 if __name__ == '__main__':

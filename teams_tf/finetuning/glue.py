@@ -444,3 +444,40 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
                    'sep': vocab.sep_id})
   atomic_files.write_json(meta_path, meta_data)
   return meta_data, stats
+
+
+def _label_summary(label_ids, label_names):
+  if label_names is None:
+    return (f'scores mean {sum(label_ids) / len(label_ids):.2f}, min {min(label_ids):.2f}, '
+            f'max {max(label_ids):.2f}')
+  counts = collections.Counter(label_ids)
+  return 'labels ' + ', '.join(f'{name}={i}: {counts[i]}' for i, name in enumerate(label_names))
+
+
+def conversion_summary(meta_data, stats, label_names) -> str:
+  """What `write_records` wrote, in lines for a person: the vocabulary, then per split the
+  examples (and the subset they were drawn from), labels or score range, sequences filling all
+  positions and skipped rows, then meta_data.json's sizes.
+
+  Args:
+    meta_data: `write_records`' meta data.
+    stats: its `ConversionStats`.
+    label_names: the processor's `get_labels()`; None for regression (stsb).
+  """
+  special, length = meta_data['special_ids'], meta_data['max_seq_length']
+  lines = [f'  vocabulary {meta_data["vocab_file"]}: {meta_data["vocab_size"]} tokens, '
+           f'[PAD]={special["pad"]} [UNK]={special["unk"]} [CLS]={special["cls"]} '
+           f'[SEP]={special["sep"]}; lower_case={meta_data["lower_case"]}; '
+           f'max_seq_length={length}']
+  for split, name in RECORD_FILES.items():
+    subset = (f' (random subset of {stats.read[split]}, seed {meta_data["subset_seed"]})'
+              if stats.read[split] != stats.written[split] else '')
+    skipped = meta_data['skipped_rows'].get(split, 0)
+    lines.append(f'  {split}: {stats.written[split]} examples{subset} -> {name}; '
+                 f'{_label_summary(stats.label_ids[split], label_names)}; '
+                 f'{stats.full_length[split]} fill all {length} positions (may be truncated)' +
+                 (f'; {skipped} malformed rows skipped' if skipped else ''))
+  lines.append('  meta_data.json: ' + ', '.join(
+      f'{key}={meta_data[key]}' for key in ('task', 'train_data_size', 'eval_data_size',
+                                            'num_labels', 'max_seq_length')))
+  return '\n'.join(lines)
