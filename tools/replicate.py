@@ -40,17 +40,13 @@ _BERT_STEPS = flags.DEFINE_integer(
     'bert_steps', 3000, 'Pretraining budget of every objective, in FLOPs of this many BERT-mini '
     'steps (as tools/benchmark_learning.py).')
 _ENCODERS = flags.DEFINE_list('encoders', list(replication.ENCODERS), 'Encoders to fine-tune.')
+flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
+                         f'use some of {",".join(replication.ENCODERS)}.')
 _SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds at the chosen learning rate.')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
 # tools/benchmark_learning.py's defaults: its runs and result files are the ones reused.
 _LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
 _VOCAB_SIZE, _VALIDATION_INTERVAL = 8192, 500
-
-
-def _convert(task, source, output_dir, **fields):
-  glue.write_records(glue.tsv_processor(task), source, glue.check_vocabulary(fields['vocab_file']),
-                     fields['lower_case'], fields['max_seq_length'], output_dir, task, source,
-                     fields['max_train_examples'], fields['subset_seed'])
 
 
 def _fine_tune(fields):
@@ -64,28 +60,21 @@ def _fine_tune(fields):
 
 def main(argv):
   del argv
-  unknown = sorted(set(_ENCODERS.value) - set(replication.ENCODERS))
-  if unknown:
-    sys.exit(f'error: unknown encoders {unknown}; use some of {replication.ENCODERS}.')
   try:
     protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
   except ValueError as e:
     sys.exit(f'error: --seeds: {e}')
-  recipe = exp_factory.get_exp_config('bert_mini')
-  report = functools.partial(replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR,
-                             protocol, recipe, _BERT_STEPS.value)
+  report = functools.partial(
+      replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR, protocol,
+      exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value)
   if not _REPORT_ONLY.value:
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:
       setup, flops, _ = learning.default_setup(
           _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR, _VOCAB_SIZE, _BERT_STEPS.value,
           _VALIDATION_INTERVAL, os.path.join(_ROOT, 'tools'))
-      run_dirs = replication.pretrain(setup, flops, encoders)
-      data_dir = os.path.join(_WORK_DIR.value, f'glue_{setup.vocab_size}')
-      replication.prepare_glue(protocol, _GLUE_DIR.value, setup.vocab_file, data_dir, _convert)
-      runs = replication.Replication(protocol, _OUT_DIR.value, _WORK_DIR.value, data_dir,
-                                     run_dirs, setup.max_train_flops)
-      replication.check_committed(runs, encoders)
+      runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
+                                 _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
     except ValueError as e:
       sys.exit(f'error: {" ".join(str(e).split())}')
     replication.run(runs, encoders, _fine_tune, report)

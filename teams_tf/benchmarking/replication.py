@@ -250,6 +250,26 @@ def check_committed(replication: Replication, encoders) -> None:
                        f'({result.get("settings")}); move it away or choose another --out_dir.')
 
 
+def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: dict[str, float],
+            glue_dir: str, out_dir: str, work_dir: str, convert: Callable[..., None],
+            log=print) -> Replication:
+  """What the units of `encoders` need: their pretraining runs (`pretrain`), the GLUE records
+  (`prepare_glue`, in `<work_dir>/glue_<vocabulary size>`) and committed results checked against
+  the protocol (`check_committed`).
+
+  Raises:
+    ValueError: a GLUE folder is missing, a kept conversion or committed result has other
+      settings.
+  """
+  run_dirs = pretrain(setup, flops, encoders, log=log)
+  data_dir = os.path.join(work_dir, f'glue_{setup.vocab_size}')
+  prepare_glue(protocol, glue_dir, setup.vocab_file, data_dir, convert, log=log)
+  replication = Replication(protocol, out_dir, work_dir, data_dir, run_dirs,
+                            setup.max_train_flops)
+  check_committed(replication, encoders)
+  return replication
+
+
 def _checkpoint_dir(replication: Replication, encoder: str) -> Optional[str]:
   run_dir = replication.run_dirs.get(SHAPE_FROM if encoder == RANDOM else encoder)
   return run_dir if run_dir and os.path.exists(os.path.join(run_dir, 'checkpoint')) else None

@@ -446,6 +446,13 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
   return meta_data, stats
 
 
+def convert_tsv(task, source, output_dir, vocab_file, lower_case, max_seq_length,
+                max_train_examples=None, subset_seed=0):
+  """`write_records` for the task folder `source` of a GLUE download (`tsv_processor`)."""
+  return write_records(tsv_processor(task), source, check_vocabulary(vocab_file), lower_case,
+                       max_seq_length, output_dir, task, source, max_train_examples, subset_seed)
+
+
 def _label_summary(label_ids, label_names):
   if label_names is None:
     return (f'scores mean {sum(label_ids) / len(label_ids):.2f}, min {min(label_ids):.2f}, '

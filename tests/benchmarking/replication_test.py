@@ -13,6 +13,9 @@ from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.benchmarking import replication
 from teams_tf.benchmarking import replication_report
+from teams_tf.data import embedded
+from teams_tf.finetuning import glue
+from tests.finetuning import glue_test
 
 _HEADLINES = {'sst2': 'accuracy', 'cola': 'matthews_corrcoef', 'stsb': 'spearman'}
 
@@ -282,6 +285,37 @@ class ReplicationTest(tf.test.TestCase):
       replication.prepare_glue(self.protocol, self.get_temp_dir(), 'vocab.txt',
                                os.path.join(self.get_temp_dir(), 'new'), convert,
                                log=lambda _: None)
+
+  def test_prepare_pretrains_converts_the_glue_download_and_checks_committed_results(self):
+    glue_dir = os.path.join(self.get_temp_dir(), 'download')
+    for task, (folder, _) in replication.GLUE_TASKS.items():
+      glue_test.write_fixture(os.path.join(glue_dir, folder), task)
+    vocab = embedded.resolve_path('sample:vocab')
+    setup = learning.Setup('t', 'v', 'tfrecord', vocab, 3660, 9e13, 10, 2, self.work_dir,
+                           self.out_dir)
+
+    def prepare():
+      with mock.patch.object(learning, 'run_objective', return_value={}):
+        return replication.prepare(self.protocol, ['bert'], setup, {'bert': 1.0}, glue_dir,
+                                   self.out_dir, self.work_dir, glue.convert_tsv,
+                                   log=lambda _: None)
+
+    runs = prepare()
+    self.assertEqual(replication.Replication(
+        self.protocol, self.out_dir, self.work_dir, os.path.join(self.work_dir, 'glue_3660'),
+        {'bert': learning.run_dir(setup, 'bert')}, 9e13), runs)
+    for task in replication.GLUE_TASKS:
+      with open(os.path.join(runs.data_dir, task, 'meta_data.json')) as f:
+        meta = json.load(f)
+      self.assertEqual((task, 64, True, vocab),
+                       (meta['task'], meta['max_seq_length'], meta['lower_case'],
+                        meta['vocab_file']))
+    committed = replication.unit_path(self.out_dir, replication.Unit('bert', 'sst2', 1e-4, 1))
+    os.makedirs(os.path.dirname(committed))
+    with open(committed, 'w') as f:
+      json.dump({'settings': {'epochs': 5}}, f)
+    with self.assertRaisesRegex(ValueError, 'bert/sst2_lr1e-4_seed1.json was run with other'):
+      prepare()
 
 
 if __name__ == '__main__':
