@@ -7,5 +7,6 @@ from teams_tf.registry import finetune_experiments
 from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import script_task
+from teams_tf.tasks import sentence_prediction_task
 from teams_tf.tasks import taco_task
 from teams_tf.tasks import teams_task

@@ -2,7 +2,8 @@
 
 Every pretraining objective here keeps a BERT-architecture encoder whose checkpoint entry
 `encoder` restores into Model Garden's `BertEncoderV2`, so fine-tuning is Model Garden's own
-`SentencePredictionTask` / `QuestionAnsweringTask` with `encoder.type: bert_v2`. COCO-LM's main
+`SentencePredictionTask` (with its regression loss fixed: `tasks/sentence_prediction_task.py`) /
+`QuestionAnsweringTask` with `encoder.type: bert_v2`. COCO-LM's main
 Transformer adds T5 relative positions; its `*_rel_pos` experiments build it with Model Garden's
 `any` encoder type (`shared_encoders.build_relative_position_encoder`):
 
@@ -30,6 +31,7 @@ from official.nlp.tasks import sentence_prediction
 from teams_tf.configs import encoders as encoder_sizes
 from teams_tf.configs import optimization
 from teams_tf.registry import experiments
+from teams_tf.tasks import sentence_prediction_task
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +119,7 @@ def glue_experiment(task_name, size, relative_positions=False):
   train_steps = round(task.num_train_examples * epochs) // _GLUE_BATCH_SIZE
   label_type = 'float' if task.num_classes == 1 else 'int'
   return cfg.ExperimentConfig(
-      task=sentence_prediction.SentencePredictionConfig(
+      task=sentence_prediction_task.SentencePredictionConfig(
           model=sentence_prediction.ModelConfig(
               encoder=encoder, num_classes=task.num_classes),
           metric_type=task.metric_type,
