@@ -1,6 +1,6 @@
 """Learning benchmark: every mini objective pretrained at one FLOP budget on a real corpus.
 
-  python tools/benchmark_learning.py [--objectives=bert,teams] [--bert_steps=3000]
+  python tools/benchmark_learning.py [--objectives=bert,teams] [--bert_steps=9000]
 
 Builds (once) a WordPiece vocabulary and unmasked pretraining records from the corpus (files
 wiki_00-48 for training, wiki_49 held out), then trains each `<objective>_mini` with
@@ -30,7 +30,8 @@ _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'lea
 _OBJECTIVES = flags.DEFINE_list('objectives', list(learning.OBJECTIVES), 'Objectives to run.')
 _VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 8192, 'Target size of the corpus vocabulary.')
 _BERT_STEPS = flags.DEFINE_integer(
-    'bert_steps', 3000, 'Training budget of every run, in FLOPs of this many BERT-mini steps.')
+    'bert_steps', learning.BERT_STEPS,
+    'Training budget of every run, in FLOPs of this many BERT-mini steps.')
 _INTERVAL = flags.DEFINE_integer('validation_interval', 500, 'Steps between evaluations.')
 
 

@@ -37,8 +37,8 @@ _WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
                                'Committed unit results and the report.')
 _BERT_STEPS = flags.DEFINE_integer(
-    'bert_steps', 3000, 'Pretraining budget of every objective, in FLOPs of this many BERT-mini '
-    'steps (as tools/benchmark_learning.py).')
+    'bert_steps', learning.BERT_STEPS, 'Pretraining budget of every objective, in FLOPs of '
+    'this many BERT-mini steps (as tools/benchmark_learning.py).')
 _ENCODERS = flags.DEFINE_list('encoders', list(replication.ENCODERS), 'Encoders to fine-tune.')
 flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
                          f'use some of {",".join(replication.ENCODERS)}.')
