@@ -86,8 +86,9 @@ def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
   names = replication.ENCODER_NAMES
   missing = sorted({names[e] for pair in pairs for e in pair if summary[e]['average'] is None})
   if missing:
+    verb = 'lacks' if len(missing) == 1 else 'lack'
     return (f'The {paper} paper reports {claim} on GLUE: not enough runs yet ({", ".join(missing)} '
-            'lack a task or seed).')
+            f'{verb} a task or seed).')
   gaps = []
   for a, b in pairs:
     first, second = summary[a]['average'], summary[b]['average']

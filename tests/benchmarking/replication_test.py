@@ -212,8 +212,8 @@ class ReplicationTest(tf.test.TestCase):
         '+9.0 points (seed spread 4.0)) the ordering reproduces; every gap exceeds the seed '
         'spread.', sentences[0])
     self.assertStartsWith(sentences[1], 'The COCO-LM paper reports COCO-LM > ELECTRA and '
-                          'COCO-LM > BERT on GLUE: not enough runs yet (COCO-LM lack')
-    self.assertIn('not enough runs yet (TACO lack', sentences[2])
+                          'COCO-LM > BERT on GLUE: not enough runs yet (COCO-LM lacks')
+    self.assertIn('not enough runs yet (TACO lacks a task', sentences[2])
     self.assertEqual(
         'The SCRIPT paper reports SCRIPT > ELECTRA on GLUE; on the average of the task medians '
         'at this scale (SCRIPT - ELECTRA -1.0 points (seed spread 5.0)) the ordering does not '
