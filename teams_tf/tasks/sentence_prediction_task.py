@@ -50,5 +50,6 @@ class SentencePredictionTask(sentence_prediction.SentencePredictionTask):
     if not self._regression():
       super().process_metrics(metrics, labels, model_outputs)
       return
+    paired = self._paired_labels(labels)[self.label_field]
     for metric in metrics:
-      metric.update_state(self._paired_labels(labels)[self.label_field], model_outputs)
+      metric.update_state(paired, model_outputs)
