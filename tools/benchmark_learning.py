@@ -43,7 +43,7 @@ def main(argv):
   try:
     setup, flops, preamble = learning.default_setup(
         _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
-        _INTERVAL.value, os.path.join(_ROOT, 'tools'))
+        _INTERVAL.value)
   except ValueError as e:
     sys.exit(f'error: {e}')
   for objective in _OBJECTIVES.value:

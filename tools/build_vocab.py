@@ -12,17 +12,14 @@ the new vocabulary, and the output path. `teams_tf/data/sample/SOURCE.md` gives 
 rebuilds `sample:vocab`.
 """
 
-import os
 import sys
 
 from absl import app
 from absl import flags
-from absl import logging
 import tensorflow as tf
 
 from teams_tf.data import corpus
 from teams_tf.preprocessing import vocab_builder
-from teams_tf.utils import progress
 
 _INPUT = flags.DEFINE_string(
     'input', None, 'Comma-separated text files or globs (sample:train names the embedded corpus).')
@@ -43,48 +40,19 @@ _LOWER_CASE = flags.DEFINE_bool(
 _MAX_LINES = flags.DEFINE_integer('max_lines', None, 'Stop after this many non-blank lines.')
 
 
-def _fail(message):
-  """Exits with a one-line error instead of a stack trace."""
-  sys.exit(f'error: {" ".join(str(message).split())}')
-
-
 def main(argv):
-  if len(argv) > 1:
-    _fail(f'unexpected arguments {argv[1:]}; every option is a --flag.')
-  if _MAX_LINES.value is not None and _MAX_LINES.value < 1:
-    _fail(f'--max_lines={_MAX_LINES.value} must be >= 1.')
-  # Every non-blank line is text, so the document grouping does not matter; 'file' keeps no state.
-  source = corpus.CorpusSource(
-      input_patterns=_INPUT.value or '', document_mode='file', tfds_name=_TFDS_NAME.value or '',
-      tfds_split=_TFDS_SPLIT.value, tfds_text_key=_TFDS_TEXT_KEY.value,
-      tfds_data_dir=_TFDS_DATA_DIR.value or '')
-  stats = corpus.CorpusStats()
-  meter = progress.ProgressMeter()
   try:
-    source.validate()
-    counter = vocab_builder.count_words(source, stats, _LOWER_CASE.value, _MAX_LINES.value)
-    word_counts = counter.counts()
-    logging.info('learning WordPiece pieces from %s distinct words (target size %s, min_count %d)',
-                 f'{len(word_counts):,}', f'{_VOCAB_SIZE.value:,}', _MIN_COUNT.value)
-    tokens = vocab_builder.learn_vocabulary(word_counts, _VOCAB_SIZE.value, _MIN_COUNT.value)
+    if len(argv) > 1:
+      raise ValueError(f'unexpected arguments {argv[1:]}; every option is a --flag.')
+    # Every non-blank line is text, so the document grouping does not matter; 'file' keeps no state.
+    source = corpus.CorpusSource(
+        input_patterns=_INPUT.value or '', document_mode='file', tfds_name=_TFDS_NAME.value or '',
+        tfds_split=_TFDS_SPLIT.value, tfds_text_key=_TFDS_TEXT_KEY.value,
+        tfds_data_dir=_TFDS_DATA_DIR.value or '')
+    print(vocab_builder.build_vocabulary(source, _OUTPUT.value, _VOCAB_SIZE.value,
+                                         _MIN_COUNT.value, _LOWER_CASE.value, _MAX_LINES.value))
   except (ValueError, tf.errors.OpError) as e:  # OpError: an unreadable input path.
-    _fail(e)
-  output_dir = os.path.dirname(_OUTPUT.value)
-  if output_dir:
-    tf.io.gfile.makedirs(output_dir)
-  vocab_builder.write_vocabulary(tokens, _OUTPUT.value)
-  num_tokens, num_unk = vocab_builder.unknown_token_counts(word_counts, tokens)
-  skipped = ', '.join(f'{k} {v:,}' for k, v in stats.skipped().items())
-  print('\n'.join([
-      f'wrote {len(tokens):,} tokens to {os.path.abspath(_OUTPUT.value)} in '
-      f'{progress.format_duration(meter.elapsed())}',
-      f'  lines {counter.num_lines:,} ({progress.format_bytes(stats.bytes)}), words '
-      f'{counter.num_words:,}, distinct words {len(word_counts):,}',
-      f'  [UNK] rate of the input under the new vocabulary: {num_unk:,} of {num_tokens:,} tokens '
-      f'({num_unk / max(num_tokens, 1):.4%})',
-      f'  skipped: {skipped}; repaired: ' + ', '.join(
-          f'{k} {v:,}' for k, v in stats.repaired().items()),
-  ]))
+    sys.exit(f'error: {" ".join(str(e).split())}')  # One line instead of a stack trace.
 
 
 if __name__ == '__main__':

@@ -58,7 +58,8 @@ flags.DEFINE_float(
 flags.DEFINE_float('random_token_rate', 0.1, 'Probability that a predicted token becomes a random '
                    'token (BERT: 0.1).')
 flags.DEFINE_bool('whole_word_masking', False, 'Mask all WordPiece pieces of a word together.')
-flags.DEFINE_integer('seed', 12345, 'Seeds sentence-pair splits, shuffling and masking.')
+flags.DEFINE_integer('seed', pretraining_records.DEFAULT_SEED,
+                     'Seeds sentence-pair splits, shuffling and masking.')
 _NUM_WORKERS = flags.DEFINE_integer(
     'num_workers', os.cpu_count() or 1, 'Worker processes (spawned); 1 runs in this process.')
 _OVERWRITE = flags.DEFINE_bool(

@@ -72,7 +72,7 @@ def main(argv):
     try:
       setup, flops, _ = learning.default_setup(
           _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR, _VOCAB_SIZE, _BERT_STEPS.value,
-          _VALIDATION_INTERVAL, os.path.join(_ROOT, 'tools'))
+          _VALIDATION_INTERVAL)
       runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
                                  _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
     except ValueError as e:

@@ -20,7 +20,10 @@ from typing import Optional
 
 from official.core import exp_factory
 
+from teams_tf.data import corpus
 from teams_tf.data import tokenization
+from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import vocab_builder
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
 from teams_tf.utils import atomic_files
@@ -95,26 +98,20 @@ class Setup:
   out_dir: str
 
 
-def _run(command: list[str]) -> None:
-  print('$', ' '.join(command), flush=True)
-  subprocess.run(command, check=True)
-
-
-def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int, seq_length: int,
-                 tools_dir: str) -> tuple[str, str, str]:
+def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
+                 seq_length: int) -> tuple[str, str, str]:
   """Builds, once, the corpus vocabulary and unmasked records of every run under `work_dir`.
 
-  The vocabulary is learned from wiki_00-48 by `tools/build_vocab.py`; the records of wiki_00-48
-  (training) and wiki_49 (held out) are written by `tools/create_pretraining_data.py`, each tool
-  run as its own command (printed first) so that its progress and errors show as they would
-  from the command line. Whatever a previous call completed is kept.
+  The vocabulary is learned from wiki_00-48 as `tools/build_vocab.py` learns it; the records of
+  wiki_00-48 (training) and wiki_49 (held out) are written as `tools/create_pretraining_data.py`
+  writes them with its defaults, on every core. Each step prints what it builds, logs its
+  progress and prints the tool's summary. Whatever a previous call completed is kept.
 
   Args:
     corpus_dir: directory of wiki_00.txt ... wiki_49.txt.
     work_dir: gets `vocab_<vocab_size>.txt` and `records_<vocab_size>_{train,valid}/`.
     vocab_size: target size of the vocabulary.
     seq_length: T of the records.
-    tools_dir: the repository's tools/ directory, whose scripts build the data.
 
   Returns:
     (vocabulary file, training records pattern, held-out records pattern).
@@ -131,17 +128,23 @@ def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int, seq_length: in
   held_out = os.path.join(corpus_dir, names[49])
   vocab = os.path.join(work_dir, f'vocab_{vocab_size}.txt')
   if not os.path.exists(vocab):
-    _run([sys.executable, os.path.join(tools_dir, 'build_vocab.py'), f'--input={train_files}',
-          f'--output={vocab}', f'--vocab_size={vocab_size}'])
+    print(f'building the corpus vocabulary {vocab} from wiki_00-48', flush=True)
+    # Every non-blank line is text, so the document grouping does not matter; 'file' keeps no state.
+    source = corpus.CorpusSource(input_patterns=train_files, document_mode='file')
+    print(vocab_builder.build_vocabulary(source, vocab, vocab_size), flush=True)
   records = {}
   for split, files in (('train', train_files), ('valid', held_out)):
     out = os.path.join(work_dir, f'records_{vocab_size}_{split}')
     # The summary is written last: without it the directory holds an interrupted run.
     if not os.path.exists(os.path.join(out, 'pretrain-summary.json')):
-      _run([sys.executable, os.path.join(tools_dir, 'create_pretraining_data.py'),
-            f'--input={files}', f'--vocab_file={vocab}', f'--output_dir={out}',
-            '--output_kind=unmasked', f'--seq_length={seq_length}', '--num_shards=8',
-            '--overwrite'])
+      print(f'writing the {split} records {out}', flush=True)
+      start = time.monotonic()
+      summary = pretraining_records.create_pretraining_data(
+          corpus.CorpusSource(input_patterns=files),
+          pretraining_records.RecordOptions(vocab_file=vocab, seq_length=seq_length,
+                                            output_kind='unmasked'),
+          out, num_shards=8, num_workers=os.cpu_count() or 1, overwrite=True)
+      print(pretraining_records.summary_text(summary, out, time.monotonic() - start), flush=True)
     records[split] = os.path.join(out, 'pretrain-*.tfrecord')
   return vocab, records['train'], records['valid']
 
@@ -160,8 +163,8 @@ def step_flops(vocab_size: int) -> dict[str, float]:
 
 
 def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
-                  bert_steps: int, validation_interval: int,
-                  tools_dir: str) -> tuple[Setup, dict[str, float], str]:
+                  bert_steps: int,
+                  validation_interval: int) -> tuple[Setup, dict[str, float], str]:
   """The benchmark's runs on the corpus: data built (`prepare_data`), budget, report preamble.
 
   Every objective trains on the same records with the same budget, the FLOPs of `bert_steps`
@@ -169,7 +172,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
   benchmark and the GLUE replication (`replication.py`) run and reuse the same runs.
 
   Args:
-    corpus_dir, work_dir, vocab_size, tools_dir: as for `prepare_data`.
+    corpus_dir, work_dir, vocab_size: as for `prepare_data`.
     out_dir: result files and the report.
     bert_steps: the budget in BERT-mini steps.
     validation_interval: steps between evaluations.
@@ -184,7 +187,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
   os.makedirs(out_dir, exist_ok=True)
   recipe = exp_factory.get_exp_config('bert_mini')
   vocab, train, valid = prepare_data(corpus_dir, work_dir, vocab_size,
-                                     recipe.task.train_data.seq_length, tools_dir)
+                                     recipe.task.train_data.seq_length)
   vocab_size = tokenization.load_vocabulary(vocab).size
   flops = step_flops(vocab_size)
   setup = Setup(

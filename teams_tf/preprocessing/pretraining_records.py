@@ -47,6 +47,8 @@ MASKING_OPTIONS = ('dupe_factor', 'max_predictions_per_seq', 'mask_rate', 'mask_
                    'random_token_rate', 'whole_word_masking')
 # Sequences masked per tf.data input chunk; bounds memory, never changes the output.
 _CHUNK_SIZE = 8192
+# Seeds every random choice of the records unless told otherwise (tool and library alike).
+DEFAULT_SEED = 12345
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +65,7 @@ class RecordOptions:
   mask_token_rate: float = 0.8
   random_token_rate: float = 0.1
   whole_word_masking: bool = False
-  seed: int = 0
+  seed: int = DEFAULT_SEED
 
   def validate(self, vocab: tokenization.Vocabulary) -> None:
     """Raises ValueError naming the option, its value and the valid range."""

@@ -10,6 +10,7 @@ and parameters the result is the same list of tokens as `bert_vocab_from_dataset
 
 import collections
 import itertools
+import os
 from typing import Iterable, Optional
 
 from absl import logging
@@ -212,3 +213,47 @@ def unknown_token_counts(word_counts: dict[str, int], tokens: Iterable[str]) -> 
   is_unk = tf.reduce_any(tf.equal(pieces, tokens.index(tokenization.UNK_TOKEN)), axis=1).numpy()
   # A word WordPiece cannot spell is exactly one [UNK].
   return int(np.sum(counts * num_pieces)), int(np.sum(counts[is_unk]))
+
+
+def build_vocabulary(source: corpus.CorpusSource, output: str, vocab_size: int,
+                     min_count: int = DEFAULT_MIN_COUNT, lower_case: bool = True,
+                     max_lines: Optional[int] = None) -> str:
+  """Counts `source`'s words, learns the vocabulary and writes it to `output`.
+
+  Args:
+    source: as for `count_words`; validated here.
+    output: the vocabulary file; its directory is created if missing.
+    vocab_size, min_count: as for `learn_vocabulary`.
+    lower_case, max_lines: as for `count_words`.
+
+  Returns:
+    The summary for a person: tokens written and where, lines, words and distinct words read, the
+    [UNK] rate of the input under the new vocabulary, skipped and repaired input.
+
+  Raises:
+    ValueError: a bad source or learner option. tf.errors.OpError: an unreadable input path.
+  """
+  if max_lines is not None and max_lines < 1:
+    raise ValueError(f'max_lines={max_lines} must be >= 1.')
+  source.validate()
+  stats = corpus.CorpusStats()
+  meter = progress.ProgressMeter()
+  counter = count_words(source, stats, lower_case, max_lines)
+  word_counts = counter.counts()
+  logging.info('learning WordPiece pieces from %s distinct words (target size %s, min_count %d)',
+               f'{len(word_counts):,}', f'{vocab_size:,}', min_count)
+  tokens = learn_vocabulary(word_counts, vocab_size, min_count)
+  if os.path.dirname(output):
+    tf.io.gfile.makedirs(os.path.dirname(output))
+  write_vocabulary(tokens, output)
+  num_tokens, num_unk = unknown_token_counts(word_counts, tokens)
+  return '\n'.join([
+      f'wrote {len(tokens):,} tokens to {os.path.abspath(output)} in '
+      f'{progress.format_duration(meter.elapsed())}',
+      f'  lines {counter.num_lines:,} ({progress.format_bytes(stats.bytes)}), words '
+      f'{counter.num_words:,}, distinct words {len(word_counts):,}',
+      f'  [UNK] rate of the input under the new vocabulary: {num_unk:,} of {num_tokens:,} tokens '
+      f'({num_unk / max(num_tokens, 1):.4%})',
+      '  skipped: ' + ', '.join(f'{k} {v:,}' for k, v in stats.skipped().items()) +
+      '; repaired: ' + ', '.join(f'{k} {v:,}' for k, v in stats.repaired().items()),
+  ])

@@ -11,6 +11,7 @@ from official.core import exp_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
+from teams_tf.preprocessing import pretraining_records
 
 
 def _write_events(directory, rows):
@@ -101,7 +102,7 @@ class LearningTest(tf.test.TestCase):
       pass
     with self.assertRaisesRegex(ValueError, f'--corpus_dir={corpus_dir} lacks wiki_01.txt, '
                                 'wiki_02.txt, wiki_03.txt...'):
-      learning.prepare_data(corpus_dir, self.get_temp_dir(), 100, 32, 'tools')
+      learning.prepare_data(corpus_dir, self.get_temp_dir(), 100, 32)
 
   def test_prepare_data_builds_only_what_is_missing(self):
     root = self.get_temp_dir()
@@ -116,16 +117,24 @@ class LearningTest(tf.test.TestCase):
     for path in ('vocab_100.txt', 'records_100_train/pretrain-summary.json'):
       with open(os.path.join(work_dir, path), 'w'):
         pass
-    with mock.patch.object(learning.subprocess, 'run') as run:
-      paths = learning.prepare_data(corpus_dir, work_dir, 100, 32, 'tools')
+    with mock.patch.object(learning.pretraining_records, 'create_pretraining_data',
+                           return_value={}) as create, \
+        mock.patch.object(learning.pretraining_records, 'summary_text', return_value=''), \
+        mock.patch.object(learning.vocab_builder, 'build_vocabulary') as build_vocabulary:
+      paths = learning.prepare_data(corpus_dir, work_dir, 100, 32)
     self.assertEqual((os.path.join(work_dir, 'vocab_100.txt'),
                       os.path.join(work_dir, 'records_100_train', 'pretrain-*.tfrecord'),
                       os.path.join(work_dir, 'records_100_valid', 'pretrain-*.tfrecord')), paths)
-    run.assert_called_once()
-    command = run.call_args.args[0]
-    self.assertEqual(os.path.join('tools', 'create_pretraining_data.py'), command[1])
-    self.assertIn(f'--input={os.path.join(corpus_dir, "wiki_49.txt")}', command)
-    self.assertIn('--seq_length=32', command)
+    build_vocabulary.assert_not_called()
+    create.assert_called_once()
+    source, options, output_dir = create.call_args.args
+    self.assertEqual(os.path.join(corpus_dir, 'wiki_49.txt'), source.input_patterns)
+    self.assertEqual(os.path.join(work_dir, 'records_100_valid'), output_dir)
+    # The records every published run trained on: the data tool's defaults, unmasked, T=32 here.
+    self.assertEqual(pretraining_records.RecordOptions(
+        vocab_file=os.path.join(work_dir, 'vocab_100.txt'), seq_length=32,
+        output_kind='unmasked', seed=12345), options)
+
 
   def test_step_flops_of_every_objective_grow_with_the_vocabulary(self):
     small, large = learning.step_flops(1000), learning.step_flops(8000)

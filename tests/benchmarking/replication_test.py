@@ -92,8 +92,8 @@ class ReplicationTest(tf.test.TestCase):
       f.write('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + list('abcdefg')) + '\n')
     with mock.patch.object(learning, 'prepare_data', return_value=(vocab, 'tr', 'va')) as data:
       setup, flops, text = learning.default_setup('corpus', os.path.join(root, 'w'),
-                                                  os.path.join(root, 'o'), 100, 30, 7, 'tools')
-    self.assertEqual(('corpus', os.path.join(root, 'w'), 100, 64, 'tools'), data.call_args.args)
+                                                  os.path.join(root, 'o'), 100, 30, 7)
+    self.assertEqual(('corpus', os.path.join(root, 'w'), 100, 64), data.call_args.args)
     self.assertEqual(learning.step_flops(12), flops)
     self.assertEqual(learning.Setup(
         train_input='tr', validation_input='va', input_format='tfrecord', vocab_file=vocab,
