@@ -17,9 +17,7 @@ beside the seed-vs-seed gap of each implementation, over the second half of trai
 """
 
 import shlex
-import statistics
 import sys
-import time
 
 from absl import app
 from absl import flags
@@ -41,31 +39,6 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'benchmarks', 'Where the results
 OUTPUT_NAME = 'loss_curves'
 
 
-def train(implementation, seed, data):
-  """Per-step loss terms of one run: {term: [value per step]}."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  built = variants.build_tf_step(dict(
-      implementation=implementation, objective='teams', size=_SIZE.value,
-      setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
-      predictions=_MAX_PREDICTIONS.value, vocab_size=0, seed=seed))
-  metrics = {metric.name: metric for metric in built['metrics']}
-  curves = {term: [] for term in report_lib.TERMS}
-  label = f'{implementation} seed {seed}'
-  start = time.perf_counter()
-  for i, arrays in enumerate(data):
-    for metric in metrics.values():
-      metric.reset_state()
-    total = built['step']({key: tf.constant(value) for key, value in arrays.items()})
-    for term, names in report_lib.TERMS.items():
-      curves[term].append(float(metrics[names[implementation]].result() if names else total))
-    if (i + 1) % _WINDOW.value == 0 or i + 1 == len(data):
-      rate = (i + 1) / (time.perf_counter() - start)
-      variants.progress(f'{label}: step {i + 1}/{len(data)}, total loss '
-                        f'{statistics.mean(curves["total"][-_WINDOW.value:]):.4f}, '
-                        f'{rate:.1f} steps/s, ETA {(len(data) - i - 1) / rate:.0f} s')
-  return curves
-
-
 def main(argv):
   del argv
   seeds = [int(seed) for seed in _SEEDS.value]
@@ -76,7 +49,11 @@ def main(argv):
     data = variants.sample_batches(_STEPS.value, _SEQ_LENGTH.value, _BATCH_SIZE.value,
                                    _MAX_PREDICTIONS.value, seed)
     for implementation in report_lib.IMPLEMENTATIONS:
-      runs[(implementation, seed)] = train(implementation, seed, data)
+      runs[(implementation, seed)] = variants.loss_curves(dict(
+          implementation=implementation, objective='teams', size=_SIZE.value,
+          setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
+          predictions=_MAX_PREDICTIONS.value, vocab_size=0, seed=seed), data,
+          report_lib.TERMS, _WINDOW.value)
   report = dict(
       command=shlex.join(['python'] + sys.argv), size=_SIZE.value, setting=_SETTING.value,
       steps=_STEPS.value, seeds=seeds, window=_WINDOW.value, seq_length=_SEQ_LENGTH.value,
@@ -84,8 +61,8 @@ def main(argv):
       gaps=report_lib.gaps(runs, seeds, _WINDOW.value),
       curves={f'{implementation} seed {seed}': curves
               for (implementation, seed), curves in runs.items()})
-  pretrain_report.write_results(_OUTPUT_DIR.value, OUTPUT_NAME,
-                                          report_lib.markdown(report), report)
+  pretrain_report.write_results(_OUTPUT_DIR.value, OUTPUT_NAME, report_lib.markdown(report),
+                                report)
 
 
 if __name__ == '__main__':

@@ -341,6 +341,40 @@ def build_tf_step(spec):
               metrics=metrics, flops=step_flops, flop_terms=terms, baseline_rss_mib=baseline_rss)
 
 
+def loss_curves(spec, data, terms, window):
+  """Trains `build_tf_step(spec)` on `data` and records each loss term at every step.
+
+  Args:
+    spec: as for `build_tf_step`.
+    data: list of batches (dicts of arrays), one per step.
+    terms: loss term -> {implementation: name of the metric reporting it}; None takes the total
+      loss the step returns.
+    window: steps between progress lines (with the mean total loss over the last `window`).
+
+  Returns:
+    {term: [value per step]}.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  built = build_tf_step(spec)
+  metrics = {metric.name: metric for metric in built['metrics']}
+  curves = {term: [] for term in terms}
+  label = f'{spec["implementation"]} seed {spec.get("seed", 0)}'
+  start = time.perf_counter()
+  for i, arrays in enumerate(data):
+    for metric in metrics.values():
+      metric.reset_state()
+    total = built['step']({key: tf.constant(value) for key, value in arrays.items()})
+    for term, names in terms.items():
+      curves[term].append(float(metrics[names[spec['implementation']]].result() if names
+                                else total))
+    if (i + 1) % window == 0 or i + 1 == len(data):
+      rate = (i + 1) / (time.perf_counter() - start)
+      progress(f'{label}: step {i + 1}/{len(data)}, total loss '
+               f'{statistics.mean(curves["total"][-window:]):.4f}, {rate:.1f} steps/s, '
+               f'ETA {(len(data) - i - 1) / rate:.0f} s')
+  return curves
+
+
 def run_tf_variant(spec):
   """Builds and times one of our or Model Garden's models; returns the result dict."""
   built = build_tf_step(spec)
