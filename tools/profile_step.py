@@ -13,12 +13,10 @@ most expensive ops. Kernel times of ops that ran concurrently on the inter-op th
 the total exceeds the wall time; the shares are what tells one variant's costs apart.
 """
 
-import glob
 import os
 import statistics
 import sys
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -45,34 +43,20 @@ _LOGDIR = flags.DEFINE_string('logdir', None, 'Profile directory (default: a new
 
 def main(argv):
   del argv
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   logdir = _LOGDIR.value or tempfile.mkdtemp(prefix='profile_step_')
+  label = f'{_IMPLEMENTATION.value} {_OBJECTIVE.value} {_SIZE.value} {_SETTING.value}'
   with tempfile.TemporaryDirectory() as directory:
     batch_file = os.path.join(directory, 'batch.npz')
     variants.write_batch(batch_file, _SEQ_LENGTH.value, _BATCH_SIZE.value,
                          _MAX_PREDICTIONS.value)
-    label = f'{_IMPLEMENTATION.value} {_OBJECTIVE.value} {_SIZE.value} {_SETTING.value}'
     built = variants.build_tf_step(dict(
         implementation=_IMPLEMENTATION.value, objective=_OBJECTIVE.value, size=_SIZE.value,
         setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
         predictions=_MAX_PREDICTIONS.value, vocab_size=_VOCAB_SIZE.value,
         batch_file=batch_file))
-    step, batch = built['step'], built['batch']
-    for i in range(_WARMUP.value):
-      start = time.perf_counter()
-      step(batch).numpy()
-      variants.progress(f'{label}: warm-up {i + 1}/{_WARMUP.value}: '
-                        f'{time.perf_counter() - start:.2f} s')
-    tf.profiler.experimental.start(logdir)
-    seconds = []
-    for i in range(_STEPS.value):
-      start = time.perf_counter()
-      step(batch).numpy()
-      seconds.append(time.perf_counter() - start)
-      variants.progress(f'{label}: profiled step {i + 1}/{_STEPS.value}: {seconds[-1]:.2f} s')
-    tf.profiler.experimental.stop()
-  xplane = max(glob.glob(os.path.join(logdir, '**', '*.xplane.pb'), recursive=True),
-               key=os.path.getmtime)
+    xplane, seconds = xplane_kernels.record(
+        built['step'], built['batch'], _WARMUP.value, _STEPS.value, logdir,
+        lambda line: variants.progress(f'{label}: {line}'))
   print(f'# Profile of {label} (B={_BATCH_SIZE.value}, T={_SEQ_LENGTH.value}, '
         f'P={_MAX_PREDICTIONS.value})\n')
   print(f'Wall time per profiled step: {1000 * statistics.median(seconds):.0f} ms (median); '

@@ -1,15 +1,49 @@
-"""Kernel times from a TensorFlow profiler XPlane, grouped for `tools/profile_step.py`.
+"""Profiles training steps and groups the kernel times of the XPlane for `tools/profile_step.py`.
 
 No flags and no TensorFlow import at module level, so that tests can import it beside the tools.
 """
 
 import collections
+import glob
+import os
+import time
 
 # Host-side bookkeeping events of the executor and the eager runtime, not kernels.
 _NOT_KERNELS = ('ExecutorState::', 'ThreadpoolListener::', 'EagerExecute', 'EagerLocalExecute',
                 'EagerKernelExecute', 'KernelAndDeviceFunc::', 'TFE_', 'FunctionRun',
                 'ExecutorDoneCallback', 'EagerCopyToDevice', 'ValidateInputTypeAndPlacement',
                 'MemoryAllocation', 'MemoryDeallocation', 'Iterator::')
+
+
+def record(step, batch, warmup, steps, logdir, progress):
+  """Runs `warmup` untimed steps, then `steps` steps under the TensorFlow profiler.
+
+  Args:
+    step: a function of `batch` returning a tensor (the compiled training step).
+    batch: its input.
+    warmup: steps before the profiler starts (tracing and compilation stay out of the profile).
+    steps: profiled steps.
+    logdir: the profiler's output directory.
+    progress: called with a line per step.
+
+  Returns:
+    (path of the newest XPlane under `logdir`, wall seconds of each profiled step).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  for i in range(warmup):
+    start = time.perf_counter()
+    step(batch).numpy()
+    progress(f'warm-up {i + 1}/{warmup}: {time.perf_counter() - start:.2f} s')
+  tf.profiler.experimental.start(logdir)
+  seconds = []
+  for i in range(steps):
+    start = time.perf_counter()
+    step(batch).numpy()
+    seconds.append(time.perf_counter() - start)
+    progress(f'profiled step {i + 1}/{steps}: {seconds[-1]:.2f} s')
+  tf.profiler.experimental.stop()
+  return max(glob.glob(os.path.join(logdir, '**', '*.xplane.pb'), recursive=True),
+             key=os.path.getmtime), seconds
 
 
 def kernel_times(xplane_path):
