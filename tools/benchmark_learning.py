@@ -28,11 +28,13 @@ _WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
                                'Result files and the report.')
 _OBJECTIVES = flags.DEFINE_list('objectives', list(learning.OBJECTIVES), 'Objectives to run.')
-_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 8192, 'Target size of the corpus vocabulary.')
+_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', learning.VOCAB_SIZE,
+                                   'Target size of the corpus vocabulary.')
 _BERT_STEPS = flags.DEFINE_integer(
     'bert_steps', learning.BERT_STEPS,
     'Training budget of every run, in FLOPs of this many BERT-mini steps.')
-_INTERVAL = flags.DEFINE_integer('validation_interval', 500, 'Steps between evaluations.')
+_INTERVAL = flags.DEFINE_integer('validation_interval', learning.VALIDATION_INTERVAL,
+                                 'Steps between evaluations.')
 
 
 def main(argv):

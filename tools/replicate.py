@@ -46,7 +46,6 @@ _SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds at the chosen learning rate.')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
 # tools/benchmark_learning.py's defaults: its runs and result files are the ones reused.
 _LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
-_VOCAB_SIZE, _VALIDATION_INTERVAL = 8192, 500
 
 
 def _fine_tune(fields):
@@ -71,8 +70,8 @@ def main(argv):
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:
       setup, flops, _ = learning.default_setup(
-          _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR, _VOCAB_SIZE, _BERT_STEPS.value,
-          _VALIDATION_INTERVAL)
+          _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR, learning.VOCAB_SIZE, _BERT_STEPS.value,
+          learning.VALIDATION_INTERVAL)
       runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
                                  _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
     except ValueError as e:

@@ -34,6 +34,9 @@ OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
 # 3,000 the pretrained encoders barely beat a random-init one on GLUE
 # (benchmarks/learning_recipe.md, "The budget").
 BERT_STEPS = 9000
+# Target size of the corpus vocabulary (benchmarks/vocab.md) and steps between evaluations.
+VOCAB_SIZE = 8192
+VALIDATION_INTERVAL = 500
 
 
 @dataclasses.dataclass(frozen=True)
