@@ -6,7 +6,6 @@ from absl import flags
 import gin
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.modeling import optimization
 from official.nlp.configs import encoders
@@ -23,6 +22,7 @@ from teams_tf.models import taco_pretrainer
 from teams_tf.models import teams_pretrainer
 from teams_tf.registry import experiments
 from teams_tf.tasks import teams_task
+from teams_tf.training import resume
 
 VOCAB_SIZE = 100
 SEQ_LENGTH = 16
@@ -196,11 +196,7 @@ def build_step_variables(model, optimizer, batch=None):
   """
   if batch is not None:
     model(batch)
-  if isinstance(optimizer, tf_keras.optimizers.legacy.Optimizer):
-    # Model Garden's AdamW is a legacy optimizer, whose variable creation has no public name.
-    optimizer._create_all_weights(model.trainable_variables)  # pylint: disable=protected-access
-  else:
-    optimizer.build(model.trainable_variables)
+  resume.create_optimizer_variables(optimizer, model.trainable_variables)
 
 
 def overfit_losses(task, steps, learning_rate=3e-3):
