@@ -6,13 +6,21 @@ paper's headline metric (MCC for CoLA, Spearman for STS-B, accuracy otherwise). 
 [-1, 1] in the JSON and x 100 in the Markdown table.
 """
 
+import json
 import math
 import os
 
 import numpy as np
+import tensorflow as tf
 
 from teams_tf.finetuning import glue_metrics
 from teams_tf.utils import atomic_files
+
+
+def read_json(path):
+  """A result.json or table `write_json` wrote."""
+  with tf.io.gfile.GFile(path, 'r') as f:
+    return json.load(f)
 
 
 def write_json(path, data):
