@@ -196,7 +196,8 @@ def build_step_variables(model, optimizer, batch=None):
   """
   if batch is not None:
     model(batch)
-  resume.create_optimizer_variables(optimizer, model.trainable_variables)
+  if not resume.create_optimizer_variables(optimizer, model.trainable_variables):
+    optimizer.build(model.trainable_variables)  # A new-style Keras optimizer.
 
 
 def overfit_losses(task, steps, learning_rate=3e-3):

@@ -129,12 +129,13 @@ class LearningTest(tf.test.TestCase):
     create.assert_called_once()
     source, options, output_dir = create.call_args.args
     self.assertEqual(os.path.join(corpus_dir, 'wiki_49.txt'), source.input_patterns)
+    self.assertEqual('blank_line', source.document_mode)
+    self.assertEqual(8, create.call_args.kwargs['num_shards'])
     self.assertEqual(os.path.join(work_dir, 'records_100_valid'), output_dir)
     # The records every published run trained on: the data tool's defaults, unmasked, T=32 here.
     self.assertEqual(pretraining_records.RecordOptions(
         vocab_file=os.path.join(work_dir, 'vocab_100.txt'), seq_length=32,
         output_kind='unmasked', seed=12345), options)
-
 
   def test_step_flops_of_every_objective_grow_with_the_vocabulary(self):
     small, large = learning.step_flops(1000), learning.step_flops(8000)
