@@ -250,6 +250,11 @@ def check_committed(replication: Replication, encoders) -> None:
                        f'({result.get("settings")}); move it away or choose another --out_dir.')
 
 
+def glue_data_dir(work_dir: str, vocab_size: int) -> str:
+  """Where `prepare` converts the GLUE tasks for a vocabulary of `vocab_size` tokens."""
+  return os.path.join(work_dir, f'glue_{vocab_size}')
+
+
 def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: dict[str, float],
             glue_dir: str, out_dir: str, work_dir: str, convert: Callable[..., None],
             log=print) -> Replication:
@@ -262,7 +267,7 @@ def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: 
       settings.
   """
   run_dirs = pretrain(setup, flops, encoders, log=log)
-  data_dir = os.path.join(work_dir, f'glue_{setup.vocab_size}')
+  data_dir = glue_data_dir(work_dir, setup.vocab_size)
   prepare_glue(protocol, glue_dir, setup.vocab_file, data_dir, convert, log=log)
   replication = Replication(protocol, out_dir, work_dir, data_dir, run_dirs,
                             setup.max_train_flops)

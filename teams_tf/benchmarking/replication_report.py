@@ -146,6 +146,13 @@ def table(protocol, summary: dict, pretraining: dict) -> str:
   return '\n'.join(lines)
 
 
+# The analysis behind a failing encoder (issue 23: the report says why), kept by hand.
+WHY_NOT_BEATING_RANDOM = (
+    'Why, measured with linear probes of the frozen encoders (`tools/probe_encoders.py`, '
+    '[probes_sst2.md](probes_sst2.md)): [../learning_recipe.md](../learning_recipe.md), "Encoders '
+    'that fine-tune worse than random init".')
+
+
 def not_beating_random(summary: dict) -> tuple[list[str], list[str]]:
   """(Encoders that cannot beat random init on MIN_TASKS_BEATEN tasks, those not decided yet)."""
   failing, undecided = [], []
@@ -209,7 +216,8 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
            f'seed spreads) on at least {MIN_TASKS_BEATEN} of the {len(protocol.tasks)} tasks: '
            f'{", ".join(names[e] for e in failing) or "none"}'
            + (f' (not decided yet: {", ".join(names[e] for e in undecided)})' if undecided
-              else '') + '.', '', '## The seed papers\' claims at this scale', '']
+              else '') + '.' + (f' {WHY_NOT_BEATING_RANDOM}' if failing else ''), '',
+           '## The seed papers\' claims at this scale', '']
   lines += [f'- {paper_sentence(*claim, summary)}' for claim in PAPER_CLAIMS]
   lines += ['', '## Seed 1 at each learning rate', '',
             '| encoder | ' + ' | '.join(protocol.tasks) + ' |', '|---' * (1 + len(protocol.tasks))

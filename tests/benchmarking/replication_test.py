@@ -227,7 +227,7 @@ class ReplicationTest(tf.test.TestCase):
     self.assertIn('| MWS-only | not run yet | ? |', text)
     self.assertIn('| random init | 52.0 (50.0–54.0) | 1e-4 |', text)
     self.assertIn('on at least 2 of the 3 tasks: BERT (not decided yet: MWS-only, COCO-LM, '
-                  'TACO).', text)
+                  'TACO). Why, measured with linear probes', text)
     # An ordering that holds on the medians but within the spread is not called reproduced.
     summary['teams']['average']['median'] = summary['electra']['average']['median'] + 0.01
     self.assertIn('the ordering holds on the medians, but TEAMS - ELECTRA is within the seed '

@@ -1,0 +1,90 @@
+"""Linear probes of a frozen encoder: how much of a GLUE label each of its layers holds.
+
+A diagnosis for encoders that fine-tune poorly (`replication`): the word embeddings (a bag of
+words: the embedding table's rows, without positions) and each Transformer layer's output are
+mean-pooled over the real tokens of every GLUE example, and a logistic regression (scikit-learn,
+features standardized on the train set) learns the label from them on the train records and is
+scored on dev. Nothing in the encoder trains, so a probe tells what pretraining put into the
+features apart from how easily fine-tuning moves them. A pre-LN layer's output is its residual
+stream (the last one after the encoder's final LayerNorm); standardizing the features makes the
+probes indifferent to scale.
+"""
+
+import numpy as np
+from sklearn import linear_model
+from sklearn import preprocessing
+import tensorflow as tf
+
+# Model Garden's classifier records (`classifier_data_lib`), as `tools/create_glue_data.py` writes.
+_FEATURES = ('input_ids', 'input_mask', 'segment_ids')
+
+
+def glue_records(path: str, seq_length: int, batch_size: int = 256) -> tf.data.Dataset:
+  """Batches of (encoder inputs, label_ids [B]) from a classification task's GLUE records.
+
+  Raises:
+    ValueError: `path` does not exist.
+  """
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f'{path} does not exist: convert the task with tools/create_glue_data.py.')
+  spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _FEATURES}
+  spec['label_ids'] = tf.io.FixedLenFeature([], tf.int64)
+
+  def parse(record):
+    example = tf.io.parse_single_example(record, spec)
+    inputs = {key: tf.cast(example[name], tf.int32) for key, name in zip(
+        ('input_word_ids', 'input_mask', 'input_type_ids'), _FEATURES)}
+    return inputs, example['label_ids']
+
+  return tf.data.TFRecordDataset(path).map(parse).batch(batch_size)
+
+
+def layer_features(encoder, dataset: tf.data.Dataset) -> tuple[list[np.ndarray], np.ndarray]:
+  """Mean-pooled features of the embeddings and of every layer, with the labels.
+
+  Args:
+    encoder: a Model Garden encoder with `get_embedding_table` and dict outputs with
+      `encoder_outputs`.
+    dataset: `glue_records`' batches.
+
+  Returns:
+    ([embeddings, layer 1, ..., layer L], each [N, H]), labels [N].
+  """
+  table = encoder.get_embedding_table()  # [V, E]
+  pooled, labels = [], []
+  for inputs, batch_labels in dataset:
+    words = tf.gather(table, inputs['input_word_ids'])  # [B, T, E]
+    layers = encoder(inputs, training=False)['encoder_outputs']  # L x [B, T, H]
+    mask = tf.cast(inputs['input_mask'], tf.float32)[..., None]  # [B, T, 1]
+    pooled.append([(tf.reduce_sum(states * mask, axis=1) / tf.reduce_sum(mask, axis=1)).numpy()
+                   for states in [words] + list(layers)])
+    labels.append(batch_labels.numpy())
+  return [np.concatenate(layer) for layer in zip(*pooled)], np.concatenate(labels)
+
+
+def probe_accuracy(train_features: np.ndarray, train_labels: np.ndarray,
+                   dev_features: np.ndarray, dev_labels: np.ndarray) -> float:
+  """Dev accuracy of a logistic regression learned on standardized train features [N, H]."""
+  scaler = preprocessing.StandardScaler().fit(train_features)
+  classifier = linear_model.LogisticRegression(max_iter=2000).fit(
+      scaler.transform(train_features), train_labels)
+  return float(classifier.score(scaler.transform(dev_features), dev_labels))
+
+
+def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset) -> list[float]:
+  """Dev accuracy of a probe on the embeddings and on each layer of `encoder`, bottom first."""
+  train_layers, train_labels = layer_features(encoder, train)
+  dev_layers, dev_labels = layer_features(encoder, dev)
+  return [probe_accuracy(train_x, train_labels, dev_x, dev_labels)
+          for train_x, dev_x in zip(train_layers, dev_layers)]
+
+
+def markdown(accuracies: dict[str, list[float]], title: str, preamble: str) -> str:
+  """A table of probe accuracies (x 100): one row per encoder, one column per layer."""
+  depth = max(len(row) for row in accuracies.values())
+  lines = [f'# {title}', '', preamble, '',
+           '| encoder | embeddings | ' + ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |',
+           '|---|' + '---:|' * depth]
+  for name, row in accuracies.items():
+    lines.append(f'| {name} | ' + ' | '.join(f'{100 * value:.1f}' for value in row) + ' |')
+  return '\n'.join(lines) + '\n'

@@ -1,0 +1,69 @@
+"""Linear probes of frozen encoders (`tools/probe_encoders.py`)."""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.configs import encoders
+
+from teams_tf.benchmarking import probing
+from tests import testing_utils
+
+_T = 8
+
+
+def _write_records(path, input_ids, labels):
+  """Model Garden classifier records, as tools/create_glue_data.py writes them."""
+  with tf.io.TFRecordWriter(path) as writer:
+    for ids, label in zip(input_ids, labels):
+      values = dict(input_ids=ids, input_mask=[1] * _T, segment_ids=[0] * _T, label_ids=[label])
+      feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+                 for name, value in values.items()}
+      example = tf.train.Example(features=tf.train.Features(feature=feature))
+      writer.write(example.SerializeToString())
+
+
+def _token_presence(rng, n):
+  """Sequences of tokens 10-19; the label says whether token 7 replaced one of them."""
+  input_ids = rng.integers(10, 20, size=(n, _T))
+  labels = rng.integers(0, 2, size=n)
+  input_ids[labels == 1, rng.integers(1, _T)] = 7
+  return input_ids.tolist(), labels.tolist()
+
+
+class ProbingTest(tf.test.TestCase):
+
+  def test_probes_find_a_token_in_the_embeddings_and_every_layer(self):
+    rng = np.random.default_rng(0)
+    paths = {}
+    for split, n in (('train', 400), ('dev', 200)):
+      paths[split] = os.path.join(self.get_temp_dir(), f'{split}.tfrecord')
+      _write_records(paths[split], *_token_presence(rng, n))
+    tf.keras.utils.set_random_seed(0)
+    encoder = encoders.build_encoder(
+        encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()))
+    accuracies = probing.probe(encoder, probing.glue_records(paths['train'], _T, 64),
+                               probing.glue_records(paths['dev'], _T, 64))
+    self.assertLen(accuracies, 3)  # The word embeddings and 2 layers.
+    for accuracy in accuracies:
+      self.assertGreater(accuracy, 0.9)
+    table = probing.markdown({'tiny': accuracies}, 'Probes', 'How.')
+    self.assertIn('| encoder | embeddings | layer 1 | layer 2 |', table)
+    self.assertIn(f'| tiny | {100 * accuracies[0]:.1f} |', table)
+
+  def test_probe_of_features_unrelated_to_the_labels_is_near_chance(self):
+    rng = np.random.default_rng(1)
+    features, labels = rng.normal(size=(2000, 8)), rng.integers(0, 2, size=2000)
+    self.assertAlmostEqual(
+        0.5, probing.probe_accuracy(features[:1000], labels[:1000], features[1000:],
+                                    labels[1000:]), delta=0.06)
+
+  def test_missing_records_name_the_tool_that_writes_them(self):
+    with self.assertRaisesRegex(ValueError, 'nothere.tfrecord does not exist: convert the task '
+                                'with tools/create_glue_data.py'):
+      probing.glue_records(os.path.join(self.get_temp_dir(), 'nothere.tfrecord'), _T)
+
+
+if __name__ == '__main__':
+  tf.test.main()

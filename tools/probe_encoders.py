@@ -1,0 +1,71 @@
+"""Linear probes of the replication's encoders on one GLUE task, layer by layer, frozen.
+
+  python tools/probe_encoders.py [--encoders=bert,electra,teams,random] [--task=sst2]
+
+Reuses the learning benchmark's pretraining runs and the GLUE records of `tools/replicate.py`
+(run it first) and writes `benchmarks/replication/probes_<task>.{md,json}`: per encoder, the dev
+accuracy of a logistic regression on its mean-pooled word embeddings and on each layer's output
+(`teams_tf/benchmarking/probing.py`). The random-init encoder has BERT-mini's shape, seed 0.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+import tf_keras
+
+from official.nlp.configs import encoders as encoder_configs
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.benchmarking import learning
+from teams_tf.benchmarking import pretrain_report
+from teams_tf.benchmarking import probing
+from teams_tf.benchmarking import replication
+from teams_tf.serving import loaders
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CORPUS = flags.DEFINE_string(
+    'corpus_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'corpus', 'enwiki_2015_extract'),
+    'Directory of wiki_00.txt ... wiki_49.txt (the runs\' vocabulary and records are built once).')
+_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+                                'Where tools/replicate.py keeps its runs and GLUE records.')
+_ENCODERS = flags.DEFINE_list('encoders', ['bert', 'electra', 'teams', 'random'], 'Encoders.')
+flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
+                         f'use some of {",".join(replication.ENCODERS)}.')
+_TASK = flags.DEFINE_enum('task', 'sst2', ['sst2', 'cola'], 'A classification task.')
+_OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
+                               'Where probes_<task>.{md,json} go.')
+
+
+def main(argv):
+  del argv
+  try:
+    setup, _, _ = learning.default_setup(
+        _CORPUS.value, _WORK_DIR.value, os.path.join(_ROOT, 'benchmarks', 'learning'),
+        learning.VOCAB_SIZE, learning.BERT_STEPS, learning.VALIDATION_INTERVAL)
+    task_dir = os.path.join(replication.glue_data_dir(_WORK_DIR.value, setup.vocab_size),
+                            _TASK.value)
+    train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
+                                       replication.FineTuneProtocol().max_seq_length)
+                  for split in ('train', 'dev'))
+    accuracies = {}
+    for name in _ENCODERS.value:
+      run_dir = learning.run_dir(setup, replication.SHAPE_FROM if name == 'random' else name)
+      encoder, config, _, _ = loaders.restore_pretrained_encoder(run_dir)
+      if name == 'random':
+        tf_keras.utils.set_random_seed(0)
+        encoder = encoder_configs.build_encoder(config)
+      row = accuracies[replication.ENCODER_NAMES[name]] = probing.probe(encoder, train, dev)
+      print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
+  except ValueError as e:
+    sys.exit(f'error: {" ".join(str(e).split())}')
+  preamble = (f'`python tools/probe_encoders.py --task={_TASK.value}`: dev accuracy x 100 of a '
+              'logistic regression on frozen, mean-pooled features of each encoder of the mini '
+              f'replication ({task_dir}; `teams_tf/benchmarking/probing.py`).')
+  pretrain_report.write_results(_OUT_DIR.value, f'probes_{_TASK.value}', probing.markdown(
+      accuracies, f'Linear probes on {_TASK.value}', preamble), dict(accuracies=accuracies))
+
+
+if __name__ == '__main__':
+  app.run(main)
