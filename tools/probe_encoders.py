@@ -2,9 +2,10 @@
 
   python tools/probe_encoders.py [--encoders=bert,electra,teams,random] [--task=sst2]
 
-Reuses the learning benchmark's pretraining runs and the GLUE records of `tools/replicate.py`
-(run it first) and writes `benchmarks/replication/probes_<task>.{md,json}`: per encoder, the dev
-accuracy of a logistic regression on its mean-pooled word embeddings and on each layer's output
+Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
+GLUE records of `tools/replicate.py` (run it first), and writes
+`benchmarks/replication/probes_<task>.{md,json}`: per encoder, the dev accuracy of a logistic
+regression on its mean-pooled word embeddings and on each layer's output
 (`teams_tf/benchmarking/probing.py`). The random-init encoder has BERT-mini's shape, seed 0.
 """
 
@@ -25,11 +26,8 @@ from teams_tf.benchmarking import replication
 from teams_tf.serving import loaders
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_CORPUS = flags.DEFINE_string(
-    'corpus_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'corpus', 'enwiki_2015_extract'),
-    'Directory of wiki_00.txt ... wiki_49.txt (the runs\' vocabulary and records are built once).')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
-                                'Where tools/replicate.py keeps its runs and GLUE records.')
+# The learning benchmark's result files say where its runs are (their `setup`).
+_LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
 _ENCODERS = flags.DEFINE_list('encoders', ['bert', 'electra', 'teams', 'random'], 'Encoders.')
 flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
                          f'use some of {",".join(replication.ENCODERS)}.')
@@ -40,20 +38,25 @@ _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'rep
 
 def main(argv):
   del argv
+  results = learning.load_results(_LEARNING_DIR)
+  sources = {name: replication.SHAPE_FROM if name == replication.RANDOM else name
+             for name in _ENCODERS.value}
+  missing = sorted({source for source in sources.values() if source not in results})
+  if missing:
+    sys.exit(f'error: {_LEARNING_DIR} has no result for {", ".join(missing)}; run '
+             f'tools/benchmark_learning.py --objectives={",".join(missing)} first.')
   try:
-    setup, _, _ = learning.default_setup(
-        _CORPUS.value, _WORK_DIR.value, os.path.join(_ROOT, 'benchmarks', 'learning'),
-        learning.VOCAB_SIZE, learning.BERT_STEPS, learning.VALIDATION_INTERVAL)
-    task_dir = os.path.join(replication.glue_data_dir(_WORK_DIR.value, setup.vocab_size),
+    setup = learning.Setup(**results[sources[_ENCODERS.value[0]]]['setup'])
+    task_dir = os.path.join(replication.glue_data_dir(setup.work_dir, setup.vocab_size),
                             _TASK.value)
     train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
                                        replication.FineTuneProtocol().max_seq_length)
                   for split in ('train', 'dev'))
     accuracies = {}
-    for name in _ENCODERS.value:
-      run_dir = learning.run_dir(setup, replication.SHAPE_FROM if name == 'random' else name)
+    for name, source in sources.items():
+      run_dir = learning.run_dir(learning.Setup(**results[source]['setup']), source)
       encoder, config, _, _ = loaders.restore_pretrained_encoder(run_dir)
-      if name == 'random':
+      if name == replication.RANDOM:
         tf_keras.utils.set_random_seed(0)
         encoder = encoder_configs.build_encoder(config)
       row = accuracies[replication.ENCODER_NAMES[name]] = probing.probe(encoder, train, dev)
