@@ -1,6 +1,6 @@
 """Learning benchmark: every mini objective pretrained at one FLOP budget on a real corpus.
 
-  python tools/benchmark_learning.py [--objectives=bert,teams] [--bert_steps=9000]
+  python tools/benchmark_learning.py [--objectives=bert,teams,electra_corrupt15] [--bert_steps=9000]
 
 Builds (once) a WordPiece vocabulary and unmasked pretraining records from the corpus (files
 wiki_00-48 for training, wiki_49 held out), then trains each `<objective>_mini` with
@@ -27,7 +27,10 @@ _WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
                                 'Vocabulary, records and run directories.')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
                                'Result files and the report.')
-_OBJECTIVES = flags.DEFINE_list('objectives', list(learning.OBJECTIVES), 'Objectives to run.')
+_OBJECTIVES = flags.DEFINE_list(
+    'objectives', list(learning.OBJECTIVES),
+    'Objectives to run, or mini variants named by their experiment without "_mini" '
+    '(electra_corrupt15 runs electra_mini_corrupt15).')
 _VOCAB_SIZE = flags.DEFINE_integer('vocab_size', learning.VOCAB_SIZE,
                                    'Target size of the corpus vocabulary.')
 _BERT_STEPS = flags.DEFINE_integer(
@@ -39,9 +42,12 @@ _INTERVAL = flags.DEFINE_integer('validation_interval', learning.VALIDATION_INTE
 
 def main(argv):
   del argv
-  unknown = sorted(set(_OBJECTIVES.value) - set(learning.OBJECTIVES))
+  runs = learning.mini_runs()
+  unknown = sorted(set(_OBJECTIVES.value) - set(runs))
   if unknown:
-    sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES}.')
+    variants = ', '.join(sorted(set(runs) - set(learning.OBJECTIVES)))
+    sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES} or a mini '
+             f'variant ({variants}).')
   try:
     setup, flops, preamble = learning.default_setup(
         _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,

@@ -24,6 +24,7 @@ from teams_tf.data import corpus
 from teams_tf.data import tokenization
 from teams_tf.preprocessing import pretraining_records
 from teams_tf.preprocessing import vocab_builder
+from teams_tf.registry import experiments
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
 from teams_tf.utils import atomic_files
@@ -152,14 +153,34 @@ def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
   return vocab, records['train'], records['valid']
 
 
-def step_flops(vocab_size: int) -> dict[str, float]:
-  """Objective -> training FLOPs of one step of its `<objective>_mini` with `vocab_size`.
+def mini_runs() -> dict[str, str]:
+  """Run name -> its experiment: every objective, then every registered mini variant.
 
-  The experiments must be registered (import `teams_tf.registry_imports`).
+  A run is named by its experiment without `_mini`: `electra` trains `electra_mini`, and
+  `electra_corrupt15` the variant `electra_mini_corrupt15`, a recipe change under test. The
+  experiments must be registered (import `teams_tf.registry_imports`).
   """
+  runs = {objective: f'{objective}_mini' for objective in OBJECTIVES}
+  for name in experiments.experiment_names():
+    try:
+      objective, size, variant = experiments.split_name(name)
+    except ValueError:  # A fine-tuning experiment.
+      continue
+    if size == 'mini' and variant:
+      runs[f'{objective}_{variant}'] = name
+  return runs
+
+
+def objective_of(run: str) -> str:
+  """The objective a run pretrains with (whose targets it is held to)."""
+  return experiments.split_name(mini_runs()[run])[0]
+
+
+def step_flops(vocab_size: int) -> dict[str, float]:
+  """Run name (`mini_runs`) -> training FLOPs of one step of its experiment with `vocab_size`."""
   flops = {}
-  for objective in OBJECTIVES:
-    params = exp_factory.get_exp_config(f'{objective}_mini')
+  for objective, name in mini_runs().items():
+    params = exp_factory.get_exp_config(name)
     params.task.model.encoder.vocab_size = vocab_size
     flops[objective] = experiment_flops.step_flops(params)
   return flops
@@ -246,8 +267,8 @@ def run_dir(setup: Setup, objective: str) -> str:
 
 
 def train_command(objective: str, setup: Setup) -> list[str]:
-  """The `teams_tf.train` command line of one objective's run."""
-  return [sys.executable, '-m', 'teams_tf.train', f'--experiment={objective}_mini',
+  """The `teams_tf.train` command line of one run (an objective or a variant: `mini_runs`)."""
+  return [sys.executable, '-m', 'teams_tf.train', f'--experiment={mini_runs()[objective]}',
           '--mode=train_and_eval', f'--model_dir={run_dir(setup, objective)}',
           f'--params_override={overrides(setup)}']
 
@@ -300,7 +321,7 @@ def training_seconds(train_times: dict[int, float], evaluation_steps: set[int],
 def verdicts(objective: str, last: dict) -> list[dict]:
   """Each target of `objective` against the run's last evaluation."""
   rows = []
-  for target in TARGETS[objective]:
+  for target in TARGETS[objective_of(objective)]:
     value = last.get(target.metric)
     try:
       baseline = float(target.baseline)
@@ -349,7 +370,7 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
     log(f'{objective}: teams_tf.train exited with {status}; see {model_dir}.log')
     return None
   rows = curve(model_dir, flops_per_step)
-  result = dict(objective=objective, experiment=f'{objective}_mini', command=command,
+  result = dict(objective=objective, experiment=mini_runs()[objective], command=command,
                 setup=dataclasses.asdict(setup),
                 flops_per_step=flops_per_step, curve=rows,
                 targets=verdicts(objective, rows[-1]) if rows else [],
@@ -362,9 +383,9 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
 
 
 def load_results(out_dir: str) -> dict[str, dict]:
-  """Objective -> result, for every objective whose result file exists in `out_dir`."""
+  """Run -> result, for every run (`mini_runs`) whose result file exists in `out_dir`."""
   results = {}
-  for objective in OBJECTIVES:
+  for objective in mini_runs():
     path = _result_file(out_dir, objective)
     if os.path.exists(path):
       with open(path) as f:
@@ -374,6 +395,12 @@ def load_results(out_dir: str) -> dict[str, dict]:
 
 def _format(value, digits=3):
   return '—' if value is None else f'{value:.{digits}f}'
+
+
+def _target_rows(run: str, result: dict) -> list[str]:
+  return [f'| {run} | {verdict["metric"]} | {_format(verdict["value"])} | {verdict["target"]} | '
+          f'{_format(verdict["baseline"])} | {"yes" if verdict["met"] else "**no**"} |'
+          for verdict in result['targets']]
 
 
 def markdown(results: dict[str, dict], preamble: str) -> str:
@@ -387,19 +414,18 @@ def markdown(results: dict[str, dict], preamble: str) -> str:
         lines.append(f'| {objective} | {target.metric} | not run yet | {target.threshold} | '
                      f'{target.baseline} | — |')
       continue
-    for verdict in results[objective]['targets']:
-      lines.append(
-          f'| {objective} | {verdict["metric"]} | {_format(verdict["value"])} | '
-          f'{verdict["target"]} | {_format(verdict["baseline"])} | '
-          f'{"yes" if verdict["met"] else "**no**"} |')
+    lines += _target_rows(objective, results[objective])
+  for objective in results:
+    if objective not in OBJECTIVES:
+      lines += _target_rows(objective, results[objective])
   for objective, result in results.items():
-    metrics = [t.metric for t in TARGETS[objective]]
-    metrics += list(dict.fromkeys(t.baseline for t in TARGETS[objective]
-                                  if not t.baseline[0].isdigit()))
+    targets = TARGETS[objective_of(objective)]
+    metrics = [t.metric for t in targets]
+    metrics += list(dict.fromkeys(t.baseline for t in targets if not t.baseline[0].isdigit()))
     # Context-free baselines the run reported beyond its targets' (e.g. MWS's, beside chance).
     metrics += sorted({key for row in result['curve'] for key in row
                        if 'context_free' in key} - set(metrics))
-    lines += ['', f'## {objective}_mini', '',
+    lines += ['', f'## {mini_runs()[objective]}', '',
               f'{result["flops_per_step"]:.3g} training FLOPs per step.', '',
               '| step | PFLOPs | training minutes | ' + ' | '.join(metrics) + ' |',
               '|---' * (3 + len(metrics)) + '|']

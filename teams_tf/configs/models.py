@@ -95,6 +95,13 @@ class TeamsConfig(RelativePositions):
     tie_output_embeddings: the MLM output layer (the generator's) is the input embedding table
       (ELECTRA §3.2, TEAMS; default) or, False, a table of its own (low-budget recipes, Geiping &
       Goldstein 2022).
+    corruption_fraction: share of the generator's masked positions, drawn independently per
+      position and step, whose sample x̂ enters the discriminator's input x^R; the others get
+      their original token back, so RTD labels them original and MWS does not select there.
+      1 = the papers (ELECTRA Eq. 1, TEAMS §3.2: x^R has x̂ at every masked position). Below 1
+      it sets the discriminator's corruption apart from the generator's masking rate, a
+      departure from the papers: with the mini recipe's 40% masking, 0.375 corrupts 15% of the
+      tokens as ELECTRA's 15% masking does (benchmarks/learning_recipe.md).
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
@@ -110,6 +117,7 @@ class TeamsConfig(RelativePositions):
   rtd_loss_weight: float = 5.0
   mws_loss_weight: float = 2.0
   tie_output_embeddings: bool = True
+  corruption_fraction: float = 1.0
 
 
 @dataclasses.dataclass

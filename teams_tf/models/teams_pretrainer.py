@@ -5,7 +5,8 @@ weight of 0 leaves its head out.
 
 Data flow for one batch (shapes: B batch, T tokens, P masked slots, K negatives, V vocab):
   x^M --generator--> MLM logits [B, P, V] --CandidateSampler--> x̂ [B, P], negatives [B, P, K]
-  x^R = x with x̂ at the masked positions --discriminator (L layers)-->
+  x^R = x with x̂ at the masked positions (or at a random `corruption_fraction` of them)
+      --discriminator (L layers)-->
       layer L      -> MultiWordSelectionHead over {x_i} ∪ negatives -> MWS logits [B, P, K + 1]
       layer L - 1  -> AttentionRtdHead (one extra transformer layer)  -> RTD logits [B, T]
 After pretraining the discriminator (its L-layer stack, i.e. the MWS representations) is the
@@ -40,7 +41,10 @@ class TeamsPretrainer(tf_keras.Model):
 
   Outputs (dict):
     `mlm_logits`: [B, P, V] float32 generator logits (Eq. 2).
-    `replaced_ids`: [B, P] int32 sampled x̂ (no gradient).
+    `replaced_ids`: [B, P] int32 tokens of x^R at the masked positions: the sampled x̂, or
+      the original where a position is left uncorrupted (`corruption_fraction`); no gradient.
+    `corrupted_weights`: [B, P] float32 `masked_lm_weights` of the corrupted positions only
+      (all of them when `corruption_fraction` is 1): the positions MWS selects a word at.
     `rtd_labels`: [B, T] float32, 1 where x^R_i = x_i (every unmasked token, and masked ones
       whose sample equals the original), 0 where replaced.
     `rtd_logits`: [B, T] float32 log-odds that x^R_i is original (Eq. 3/6); only with an RTD
@@ -67,6 +71,7 @@ class TeamsPretrainer(tf_keras.Model):
                mlm_activation='gelu',
                mlm_initializer='glorot_uniform',
                tie_output_embeddings=True,
+               corruption_fraction=1.0,
                seed=None,
                **kwargs):
     """Initializes the pretrainer.
@@ -85,6 +90,8 @@ class TeamsPretrainer(tf_keras.Model):
       mlm_activation: activation of the MLM and MWS transform layers.
       mlm_initializer: initializer of the MLM and MWS head kernels.
       tie_output_embeddings: the MLM output layer is the embedding table (else its own).
+      corruption_fraction: share of the masked positions whose sample x̂ enters x^R; see
+        `TeamsConfig.corruption_fraction`.
       seed: int base seed of the sampling stream (`replica_random.SeedStream`); None
         draws one. Its state is checkpointed, resumes, and is the same on every replica.
       **kwargs: Keras model arguments (`name`, ...).
@@ -99,6 +106,7 @@ class TeamsPretrainer(tf_keras.Model):
       raise ValueError("exported_representation='rtd_task_layer' needs an attention RTD head.")
     self._rtd_head_input_layer = rtd_head_input_layer
     self._exported_representation = exported_representation
+    self._corruption_fraction = corruption_fraction
     self.generator_network = generator_network
     self.discriminator_network = discriminator_network
     embedding_table = discriminator_network.get_embedding_table()
@@ -136,11 +144,18 @@ class TeamsPretrainer(tf_keras.Model):
 
     samples = self.candidate_sampler(
         mlm_logits, original_ids, seed=self._seeds.next()[0])
+    replaced_ids, corrupted_weights = samples['replaced_ids'], weights
+    if self._corruption_fraction < 1:
+      is_corrupted = replica_random.uniform(
+          tf.shape(positions), self._seeds.next()[0]) < self._corruption_fraction
+      replaced_ids = tf.where(is_corrupted, replaced_ids, tf.cast(original_ids, tf.int32))
+      corrupted_weights = weights * tf.cast(is_corrupted, weights.dtype)
     original, corrupted = token_sampling.replace_masked_tokens(
-        word_ids, positions, weights, original_ids, samples['replaced_ids'])
+        word_ids, positions, weights, original_ids, replaced_ids)
     outputs = dict(
         mlm_logits=mlm_logits,
-        replaced_ids=samples['replaced_ids'],
+        replaced_ids=replaced_ids,
+        corrupted_weights=corrupted_weights,
         rtd_labels=tf.cast(tf.equal(corrupted, original), tf.float32))
 
     discriminator_outputs = self.discriminator_network(
@@ -239,6 +254,10 @@ def resolve_layout(config: model_configs.TeamsConfig):
     raise ValueError(
         f'rtd_head_input_layer={rtd_layer} must be in [1, {num_layers}] (1-based '
         'discriminator layer; None = L - 1 for the attention head, L for the FFN head).')
+  if not 0 < config.corruption_fraction <= 1:
+    raise ValueError(
+        f'corruption_fraction={config.corruption_fraction} must be in (0, 1] (share of the '
+        'masked positions whose generator sample enters the discriminator; papers: 1).')
   if config.candidate_sampling not in ('sampled', 'hardest'):
     raise ValueError(
         f"candidate_sampling={config.candidate_sampling!r} must be 'sampled' or 'hardest'.")
@@ -330,6 +349,7 @@ def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
       mws_task_layer=mws_task_layer,
       exported_representation=config.exported_representation,
       tie_output_embeddings=config.tie_output_embeddings,
+      corruption_fraction=config.corruption_fraction,
       mlm_activation=config.encoder.hidden_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=config.encoder.initializer_range),

@@ -28,7 +28,7 @@ def loss_terms(labels, outputs):
 
   Args:
     labels: input batch (see `TeamsPretrainer`); uses `masked_lm_ids`, `masked_lm_weights`,
-      `input_mask`.
+      `input_mask`. MWS is over the corrupted positions (`corrupted_weights`).
     outputs: `TeamsPretrainer` outputs.
 
   Returns:
@@ -42,7 +42,7 @@ def loss_terms(labels, outputs):
     terms['rtd_loss'] = classification.rtd_loss(
         outputs['rtd_logits'], outputs['rtd_labels'], labels['input_mask'])
   if 'mws_logits' in outputs:
-    terms['mws_loss'] = mws.mws_loss(outputs['mws_logits'], weights)
+    terms['mws_loss'] = mws.mws_loss(outputs['mws_logits'], outputs['corrupted_weights'])
   return terms
 
 
@@ -72,7 +72,7 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
   def task_metrics(self):
     weights = self.loss_weights()
     metrics = [
-        # Share of masked positions whose sampled token differs from the original.
+        # Share of masked positions whose token in x^R differs from the original.
         tf_keras.metrics.Mean(name='replaced_fraction'),
     ]
     if 'rtd_loss' in weights:
@@ -115,7 +115,9 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
         metrics['rtd_context_free_auc'].update_state(
             corrupted, model_outputs['rtd_labels'], input_mask)
     if 'mws_logits' in model_outputs:
+      corrupted_weights = model_outputs['corrupted_weights']
       metrics['mws_accuracy'].update_state(
-          tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], weights)
+          tf.zeros_like(labels['masked_lm_ids']), model_outputs['mws_logits'], corrupted_weights)
       if 'mws_context_free_accuracy' in metrics:
-        metrics['mws_context_free_accuracy'].update_state(model_outputs['candidate_ids'], weights)
+        metrics['mws_context_free_accuracy'].update_state(model_outputs['candidate_ids'],
+                                                          corrupted_weights)

@@ -139,9 +139,19 @@ class LearningTest(tf.test.TestCase):
 
   def test_step_flops_of_every_objective_grow_with_the_vocabulary(self):
     small, large = learning.step_flops(1000), learning.step_flops(8000)
-    self.assertEqual(set(learning.OBJECTIVES), set(small))
+    self.assertEqual(set(learning.mini_runs()), set(small))
     for objective in learning.OBJECTIVES:
       self.assertGreater(large[objective], small[objective])
+    # Corrupting fewer positions costs nothing: the discriminator reads every token either way.
+    self.assertEqual(small['electra'], small['electra_corrupt15'])
+
+  def test_mini_runs_are_objectives_and_their_mini_variants(self):
+    runs = learning.mini_runs()
+    self.assertEqual(list(learning.OBJECTIVES), list(runs)[:len(learning.OBJECTIVES)])
+    self.assertEqual('coco_lm_mini', runs['coco_lm'])
+    self.assertEqual('electra_mini_corrupt15', runs['electra_corrupt15'])
+    self.assertEqual('electra', learning.objective_of('electra_corrupt15'))
+    self.assertNotIn('teams_top_task_layers', runs)  # Registered at small only.
 
   def test_preamble_states_budget_and_evaluation(self):
     setup = _setup(self.get_temp_dir())

@@ -24,7 +24,8 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
     out = model(testing_utils.pretraining_batch(), training=True)
     b, t, p, k = 3, testing_utils.SEQ_LENGTH, testing_utils.NUM_PREDICTIONS, 3
     expected = dict(mlm_logits=(b, p, testing_utils.VOCAB_SIZE), replaced_ids=(b, p),
-                    rtd_logits=(b, t), rtd_labels=(b, t), mws_logits=(b, p, k + 1),
+                    corrupted_weights=(b, p), rtd_logits=(b, t), rtd_labels=(b, t),
+                    mws_logits=(b, p, k + 1),
                     candidate_ids=(b, p, k + 1), sequence_output=(b, t, 32))
     self.assertEqual(set(expected), set(out))
     for key, shape in expected.items():
@@ -47,6 +48,34 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllEqual(original, out['candidate_ids'][..., 0])
     for b, p in zip(*np.nonzero(weights)):
       self.assertNotIn(original[b, p], out['candidate_ids'][b, p, 1:])
+
+  def test_corruption_fraction_corrupts_a_random_subset_of_the_masked_positions(self):
+    batch = testing_utils.pretraining_batch(batch_size=8, seq_length=32, num_predictions=12)
+    full = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=5)
+    part = teams_pretrainer.build_teams_pretrainer(
+        testing_utils.tiny_teams_config(corruption_fraction=0.375), seed=5)
+    full(batch), part(batch)
+    part.set_weights(full.get_weights())
+    full_out = {k: v.numpy() for k, v in full(batch).items()}
+    out = {k: v.numpy() for k, v in part(batch).items()}
+    weights = batch['masked_lm_weights'].numpy()
+    original = batch['masked_lm_ids'].numpy()
+    self.assertAllEqual(weights, full_out['corrupted_weights'])
+    corrupted = out['corrupted_weights'] > 0
+    self.assertTrue(np.all(corrupted <= (weights > 0)))
+    # Same stream: the corrupted positions carry the very sample the fraction-1 model uses, the
+    # others their original token, which RTD then labels original.
+    live = weights > 0
+    self.assertAllEqual(np.where(corrupted, full_out['replaced_ids'], original)[live],
+                        out['replaced_ids'][live])
+    positions = batch['masked_lm_positions'].numpy()
+    for b, p in zip(*np.nonzero(live & ~corrupted)):
+      self.assertEqual(1.0, out['rtd_labels'][b, positions[b, p]])
+    # 8 rows of 12 - b predictions, each kept with probability 0.375: 3 sigma is about 0.14.
+    share = corrupted.sum() / live.sum()
+    self.assertBetween(share, 0.375 - 0.15, 0.375 + 0.15)
+    # Fresh positions every step.
+    self.assertNotAllEqual(out['corrupted_weights'], part(batch)['corrupted_weights'])
 
   def test_gradient_flow(self):
     config = testing_utils.tiny_teams_config()  # 2-layer generator sharing layer 0.
@@ -163,7 +192,9 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
       ('bad_export', dict(exported_representation='rtd'), "exported_representation='rtd'"),
       ('too_many_shared', dict(num_shared_layers=3), r'num_shared_layers=3 must be in'),
       ('rtd_layer_zero', dict(rtd_head_input_layer=0), r'rtd_head_input_layer=0 must be'),
-      ('bad_strategy', dict(candidate_sampling='random'), "'random'"))
+      ('bad_strategy', dict(candidate_sampling='random'), "'random'"),
+      ('no_corruption', dict(corruption_fraction=0.0), r'corruption_fraction=0.0 must be in'),
+      ('corruption_above_one', dict(corruption_fraction=1.5), r'corruption_fraction=1.5'))
   def test_invalid_configs_name_the_field(self, overrides, message):
     with self.assertRaisesRegex(ValueError, message):
       teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(**overrides))

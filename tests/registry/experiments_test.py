@@ -24,7 +24,7 @@ _YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
 # Every pretraining objective and ablation (registered at some size).
 _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
-    ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
+    ('electra', 'corrupt15'), ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
     ('coco_lm', None), ('script', None), ('taco', None), ('taco', 'concentrated'),
     ('taco', 'mlm_tp'), ('bert', 'taco_settings'),
@@ -182,6 +182,15 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
       self.assertEqual(model.encoder.num_layers // 2,
                        teams_pretrainer.resolve_layout(reimpl)['num_generator_layers'])
       self.assertEqual(1.0, reimpl.generator_width_fraction)
+
+  def test_corrupt15_corrupts_as_many_tokens_as_15_percent_masking(self):
+    params = exp_factory.get_exp_config('electra_mini_corrupt15')
+    baseline = exp_factory.get_exp_config('electra_mini')
+    self.assertAllClose(
+        0.15, params.task.model.corruption_fraction * params.task.train_data.mask_rate)
+    self.assertEqual(1.0, baseline.task.model.corruption_fraction)
+    params.task.model.corruption_fraction = 1.0
+    self.assertEqual(baseline.as_dict(), params.as_dict())
 
   def test_coco_lm_paper_knobs(self):
     # COCO-LM §3.3 and §4: auxiliary as wide as the main model, 4 layers for 12 (6 for 24),

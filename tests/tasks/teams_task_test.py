@@ -7,6 +7,7 @@ import tensorflow as tf
 from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.losses import mws
 from teams_tf.tasks import teams_task
 from tests import testing_utils
 
@@ -65,6 +66,18 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
     names = {metric.name for metric in task.build_metrics()}
     self.assertEmpty(names & absent)
     self.assertIn(kept_term, names)
+
+  def test_mws_selects_only_at_the_corrupted_positions(self):
+    task = task_factory.get_task(_task_config(corruption_fraction=0.5))
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(task.task_config.train_data)))
+    outputs = model(batch, training=True)
+    corrupted_weights = outputs['corrupted_weights']
+    self.assertLess(float(tf.reduce_sum(corrupted_weights)),
+                    float(tf.reduce_sum(batch['masked_lm_weights'])))
+    terms = teams_task.loss_terms(batch, outputs)
+    self.assertAllClose(mws.mws_loss(outputs['mws_logits'], corrupted_weights),
+                        terms['mws_loss'])
 
   def test_overfits_one_batch(self):
     first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 40)
