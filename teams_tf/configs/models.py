@@ -98,6 +98,8 @@ class TeamsConfig(RelativePositions):
     corruption_fraction: share of the generator's masked positions, drawn independently per
       position and step, whose sample x̂ enters the discriminator's input x^R; the others get
       their original token back, so RTD labels them original and MWS does not select there.
+      Training only: evaluation corrupts every masked position, so that held-out RTD and MWS
+      metrics compare across runs.
       1 = the papers (ELECTRA Eq. 1, TEAMS §3.2: x^R has x̂ at every masked position). Below 1
       it sets the discriminator's corruption apart from the generator's masking rate, a
       departure from the papers: with the mini recipe's 40% masking, 0.375 corrupts 15% of the

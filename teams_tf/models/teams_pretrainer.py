@@ -42,9 +42,10 @@ class TeamsPretrainer(tf_keras.Model):
   Outputs (dict):
     `mlm_logits`: [B, P, V] float32 generator logits (Eq. 2).
     `replaced_ids`: [B, P] int32 tokens of x^R at the masked positions: the sampled x̂, or
-      the original where a position is left uncorrupted (`corruption_fraction`); no gradient.
+      the original where a training step leaves a position uncorrupted (`corruption_fraction`);
+      no gradient.
     `corrupted_weights`: [B, P] float32 `masked_lm_weights` of the corrupted positions only
-      (all of them when `corruption_fraction` is 1): the positions MWS selects a word at.
+      (all of them outside training or when `corruption_fraction` is 1): where MWS selects.
     `rtd_labels`: [B, T] float32, 1 where x^R_i = x_i (every unmasked token, and masked ones
       whose sample equals the original), 0 where replaced.
     `rtd_logits`: [B, T] float32 log-odds that x^R_i is original (Eq. 3/6); only with an RTD
@@ -145,7 +146,7 @@ class TeamsPretrainer(tf_keras.Model):
     samples = self.candidate_sampler(
         mlm_logits, original_ids, seed=self._seeds.next()[0])
     replaced_ids, corrupted_weights = samples['replaced_ids'], weights
-    if self._corruption_fraction < 1:
+    if training and self._corruption_fraction < 1:
       is_corrupted = replica_random.uniform(
           tf.shape(positions), self._seeds.next()[0]) < self._corruption_fraction
       replaced_ids = tf.where(is_corrupted, replaced_ids, tf.cast(original_ids, tf.int32))

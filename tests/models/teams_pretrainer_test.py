@@ -56,8 +56,8 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
         testing_utils.tiny_teams_config(corruption_fraction=0.375), seed=5)
     full(batch), part(batch)
     part.set_weights(full.get_weights())
-    full_out = {k: v.numpy() for k, v in full(batch).items()}
-    out = {k: v.numpy() for k, v in part(batch).items()}
+    full_out = {k: v.numpy() for k, v in full(batch, training=True).items()}
+    out = {k: v.numpy() for k, v in part(batch, training=True).items()}
     weights = batch['masked_lm_weights'].numpy()
     original = batch['masked_lm_ids'].numpy()
     self.assertAllEqual(weights, full_out['corrupted_weights'])
@@ -75,7 +75,10 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
     share = corrupted.sum() / live.sum()
     self.assertBetween(share, 0.375 - 0.15, 0.375 + 0.15)
     # Fresh positions every step.
-    self.assertNotAllEqual(out['corrupted_weights'], part(batch)['corrupted_weights'])
+    self.assertNotAllEqual(out['corrupted_weights'],
+                           part(batch, training=True)['corrupted_weights'])
+    # Evaluation corrupts every masked position, so held-out metrics compare across runs.
+    self.assertAllEqual(batch['masked_lm_weights'], part(batch)['corrupted_weights'])
 
   def test_gradient_flow(self):
     config = testing_utils.tiny_teams_config()  # 2-layer generator sharing layer 0.
