@@ -15,28 +15,27 @@ from sklearn import linear_model
 from sklearn import preprocessing
 import tensorflow as tf
 
-# Model Garden's classifier records (`classifier_data_lib`), as `tools/create_glue_data.py` writes.
-_FEATURES = ('input_ids', 'input_mask', 'segment_ids')
+from official.nlp.data import data_loader_factory
+from official.nlp.data import sentence_prediction_dataloader
+
+_ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
 def glue_records(path: str, seq_length: int, batch_size: int = 256) -> tf.data.Dataset:
-  """Batches of (encoder inputs, label_ids [B]) from a classification task's GLUE records.
+  """Every example of a classification task's GLUE records, in order, in batches.
+
+  Read with Model Garden's sentence-prediction loader, as fine-tuning reads them: dicts of the
+  encoder inputs [B, T] and `label_ids` [B].
 
   Raises:
     ValueError: `path` does not exist.
   """
   if not tf.io.gfile.exists(path):
     raise ValueError(f'{path} does not exist: convert the task with tools/create_glue_data.py.')
-  spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _FEATURES}
-  spec['label_ids'] = tf.io.FixedLenFeature([], tf.int64)
-
-  def parse(record):
-    example = tf.io.parse_single_example(record, spec)
-    inputs = {key: tf.cast(example[name], tf.int32) for key, name in zip(
-        ('input_word_ids', 'input_mask', 'input_type_ids'), _FEATURES)}
-    return inputs, example['label_ids']
-
-  return tf.data.TFRecordDataset(path).map(parse).batch(batch_size)
+  config = sentence_prediction_dataloader.SentencePredictionDataConfig(
+      input_path=path, seq_length=seq_length, global_batch_size=batch_size, is_training=False,
+      drop_remainder=False)
+  return data_loader_factory.get_data_loader(config).load()
 
 
 def layer_features(encoder, dataset: tf.data.Dataset) -> tuple[list[np.ndarray], np.ndarray]:
@@ -52,13 +51,14 @@ def layer_features(encoder, dataset: tf.data.Dataset) -> tuple[list[np.ndarray],
   """
   table = encoder.get_embedding_table()  # [V, E]
   pooled, labels = [], []
-  for inputs, batch_labels in dataset:
+  for batch in dataset:
+    inputs = {key: batch[key] for key in _ENCODER_INPUTS}
     words = tf.gather(table, inputs['input_word_ids'])  # [B, T, E]
     layers = encoder(inputs, training=False)['encoder_outputs']  # L x [B, T, H]
     mask = tf.cast(inputs['input_mask'], tf.float32)[..., None]  # [B, T, 1]
     pooled.append([(tf.reduce_sum(states * mask, axis=1) / tf.reduce_sum(mask, axis=1)).numpy()
                    for states in [words] + list(layers)])
-    labels.append(batch_labels.numpy())
+    labels.append(batch['label_ids'].numpy())
   return [np.concatenate(layer) for layer in zip(*pooled)], np.concatenate(labels)
 
 

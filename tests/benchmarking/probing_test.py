@@ -36,16 +36,20 @@ class ProbingTest(tf.test.TestCase):
 
   def test_probes_find_a_token_in_the_embeddings_and_every_layer(self):
     rng = np.random.default_rng(0)
-    paths = {}
+    paths, labels = {}, {}
     for split, n in (('train', 400), ('dev', 200)):
       paths[split] = os.path.join(self.get_temp_dir(), f'{split}.tfrecord')
-      _write_records(paths[split], *_token_presence(rng, n))
+      input_ids, labels[split] = _token_presence(rng, n)
+      _write_records(paths[split], input_ids, labels[split])
     tf.keras.utils.set_random_seed(0)
     encoder = encoders.build_encoder(
         encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()))
     accuracies = probing.probe(encoder, probing.glue_records(paths['train'], _T, 64),
                                probing.glue_records(paths['dev'], _T, 64))
     self.assertLen(accuracies, 3)  # The word embeddings and 2 layers.
+    # Every example, in order, also from the last partial batch (200 = 3 x 64 + 8).
+    _, dev_labels = probing.layer_features(encoder, probing.glue_records(paths['dev'], _T, 64))
+    self.assertEqual(labels['dev'], dev_labels.tolist())
     for accuracy in accuracies:
       self.assertGreater(accuracy, 0.9)
     table = probing.markdown({'tiny': accuracies}, 'Probes', 'How.')
