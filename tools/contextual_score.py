@@ -10,19 +10,17 @@ context in the same batch are drawn (`--seed`), and the mean cosines and their g
 and 6) are printed and, with `--output`, written as JSON. Progress (contexts/s, ETA) on stderr.
 """
 
+import functools
 import sys
 
 from absl import app
 from absl import flags
-import numpy as np
 import tensorflow as tf
 
 from teams_tf.data import embedded
-from teams_tf.data import tokenization
 from teams_tf.serving import contextual_score
 from teams_tf.serving import loaders
 from teams_tf.utils import atomic_files
-from teams_tf.utils import progress
 
 _MODEL_DIR = flags.DEFINE_string('model_dir', None, 'Pretraining model_dir.')
 _CHECKPOINT_PATH = flags.DEFINE_string(
@@ -44,39 +42,22 @@ def _contexts(path, limit):
 
 def main(_):
   try:
-    if _BATCH_SIZE.value < 2:
-      raise ValueError(f'--batch_size={_BATCH_SIZE.value} must be >= 2: inter-context pairs need '
-                       'two contexts in a batch.')
     encoder, _, vocab, lower_case = loaders.restore_pretrained_encoder(
         _MODEL_DIR.value, _CHECKPOINT_PATH.value)
     contexts = _contexts(_INPUT.value, _MAX_CONTEXTS.value)
+    similarity = contextual_score.score_contexts(
+        encoder, vocab, lower_case, contexts, _SEQ_LENGTH.value, _BATCH_SIZE.value, _SEED.value,
+        log=functools.partial(print, file=sys.stderr))
   except (ValueError, tf.errors.NotFoundError) as e:
     sys.exit(f'error: {e}')
-  tokenizer = tokenization.build_tokenizer(vocab, lower_case)
-
-  @tf.function
-  def represent(texts):
-    inputs, weights = tokenization.pack_texts(tokenizer, vocab, texts, _SEQ_LENGTH.value)
-    return encoder(inputs)['sequence_output'], weights
-
-  similarity = contextual_score.ContextualSimilarity()
-  rng = np.random.default_rng(_SEED.value)
-  meter = progress.ProgressMeter()
-  for begin in range(0, len(contexts), _BATCH_SIZE.value):
-    outputs, weights = represent(tf.constant(contexts[begin:begin + _BATCH_SIZE.value]))
-    contextual_score.update(similarity, outputs.numpy(), weights.numpy(), rng)
-    done = min(begin + _BATCH_SIZE.value, len(contexts))
-    if meter.due():
-      print(f'{done:,}/{len(contexts):,} contexts, {meter.rate(done):,.1f} contexts/s, '
-            f'{meter.timing(done / len(contexts))}', file=sys.stderr)
-  result = dict(model_dir=_MODEL_DIR.value, input=_INPUT.value, contexts=len(contexts),
-                token_pairs=similarity.count, intra_context=similarity.intra,
-                inter_context=similarity.inter, contextual_score=similarity.score)
   print(f'intra-context {similarity.intra:.4f}  inter-context {similarity.inter:.4f}  '
         f'contextual score {similarity.score:.4f}  ({similarity.count:,} token pairs, '
         f'{len(contexts):,} contexts)')
   if _OUTPUT.value:
-    atomic_files.write_json(_OUTPUT.value, result)
+    atomic_files.write_json(_OUTPUT.value, dict(
+        model_dir=_MODEL_DIR.value, input=_INPUT.value, contexts=len(contexts),
+        token_pairs=similarity.count, intra_context=similarity.intra,
+        inter_context=similarity.inter, contextual_score=similarity.score))
 
 
 if __name__ == '__main__':

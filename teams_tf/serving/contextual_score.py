@@ -8,8 +8,13 @@ the text.
 """
 
 import dataclasses
+from typing import Callable, Optional
 
 import numpy as np
+import tensorflow as tf
+
+from teams_tf.data import tokenization
+from teams_tf.utils import progress
 
 
 @dataclasses.dataclass
@@ -84,3 +89,43 @@ def update(similarity, sequence_output, weights, rng):
   similarity.intra_sum += float(np.sum(rows(anchors) * rows(intra)))
   similarity.inter_sum += float(np.sum(rows(anchors) * rows(inter)))
   similarity.count += len(anchors)
+
+
+def score_contexts(encoder, vocab: tokenization.Vocabulary, lower_case: bool,
+                   contexts: list[str], seq_length: int, batch_size: int, seed: int,
+                   log: Optional[Callable[[str], None]] = None) -> ContextualSimilarity:
+  """The contextual similarity of an encoder over texts, one context each.
+
+  Args:
+    encoder: a kept encoder (`serving.loaders.restore_pretrained_encoder`) with dict outputs.
+    vocab, lower_case: its tokenization.
+    contexts: the texts, each truncated to `seq_length` tokens with [CLS] and [SEP].
+    seq_length: T.
+    batch_size: contexts per forward pass; inter-context pairs come from the same batch.
+    seed: seed of the pair sampling.
+    log: called with a progress line (contexts/s, ETA) now and then.
+
+  Raises:
+    ValueError: `batch_size` < 2.
+  """
+  if batch_size < 2:
+    raise ValueError(f'--batch_size={batch_size} must be >= 2: inter-context pairs need two '
+                     'contexts in a batch.')
+  tokenizer = tokenization.build_tokenizer(vocab, lower_case)
+
+  @tf.function
+  def represent(texts):
+    inputs, weights = tokenization.pack_texts(tokenizer, vocab, texts, seq_length)
+    return encoder(inputs)['sequence_output'], weights
+
+  similarity = ContextualSimilarity()
+  rng = np.random.default_rng(seed)
+  meter = progress.ProgressMeter()
+  for begin in range(0, len(contexts), batch_size):
+    outputs, weights = represent(tf.constant(contexts[begin:begin + batch_size]))
+    update(similarity, outputs.numpy(), weights.numpy(), rng)
+    done = min(begin + batch_size, len(contexts))
+    if log and meter.due():
+      log(f'{done:,}/{len(contexts):,} contexts, {meter.rate(done):,.1f} contexts/s, '
+          f'{meter.timing(done / len(contexts))}')
+  return similarity

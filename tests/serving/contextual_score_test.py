@@ -39,6 +39,10 @@ class ContextualScoreTest(tf.test.TestCase):
     self.assertEqual(8, similarity.count)
     self.assertAllClose((1.0, 0.0, 1.0), (similarity.intra, similarity.inter, similarity.score))
 
+  def test_a_batch_of_one_context_is_refused(self):
+    with self.assertRaisesRegex(ValueError, 'batch_size=1 must be >= 2: inter-context pairs'):
+      contextual_score.score_contexts(None, None, True, ['a text'], 16, 1, 0)
+
   def test_tool_on_a_pretraining_run(self):
     work_dir = self.get_temp_dir()
     utils.write_pretraining_run(os.path.join(work_dir, 'run'), utils.VOCAB.path, seq_length=24)
