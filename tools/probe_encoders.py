@@ -1,12 +1,13 @@
 """Linear probes of the replication's encoders on one GLUE task, layer by layer, frozen.
 
-  python tools/probe_encoders.py [--encoders=bert,electra,teams,random] [--task=sst2]
+  python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
 
 Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
 GLUE records of `tools/replicate.py` (run it first), and writes
-`benchmarks/replication/probes_<task>.{md,json}`: per encoder, the dev accuracy of a logistic
-regression on its mean-pooled word embeddings and on each layer's output
-(`teams_tf/benchmarking/probing.py`). The random-init encoder has BERT-mini's shape, seed 0.
+`benchmarks/replication/probes_<task>[_cls].{md,json}`: per encoder, the dev accuracy of a
+logistic regression on its mean-pooled word embeddings and on each layer's output (mean-pooled,
+or at [CLS]; `teams_tf/benchmarking/probing.py`). The random-init encoder has BERT-mini's shape,
+seed 0.
 """
 
 import os
@@ -32,6 +33,8 @@ _ENCODERS = flags.DEFINE_list('encoders', ['bert', 'electra', 'teams', 'random']
 flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
                          f'use some of {",".join(replication.ENCODERS)}.')
 _TASK = flags.DEFINE_enum('task', 'sst2', ['sst2', 'cola'], 'A classification task.')
+_POOLING = flags.DEFINE_enum('pooling', 'mean', probing.POOLINGS,
+                             "Layers' outputs averaged over the tokens, or at [CLS].")
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
                                'Where probes_<task>.{md,json} go.')
 
@@ -59,16 +62,15 @@ def main(argv):
       if name == replication.RANDOM:
         tf_keras.utils.set_random_seed(0)
         encoder = encoder_configs.build_encoder(config)
-      row = accuracies[replication.ENCODER_NAMES[name]] = probing.probe(encoder, train, dev)
+      row = accuracies[replication.ENCODER_NAMES[name]] = probing.probe(encoder, train, dev,
+                                                                        _POOLING.value)
       print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')
-  preamble = (f'`python tools/probe_encoders.py --task={_TASK.value}`: dev accuracy x 100 of a '
-              'logistic regression on frozen, mean-pooled features of each encoder of the mini '
-              f'replication ({task_dir}; `teams_tf/benchmarking/probing.py`).')
-  pretrain_report.write_results(_OUT_DIR.value, f'probes_{_TASK.value}', probing.markdown(
-      accuracies, f'Linear probes on {_TASK.value}', preamble), dict(accuracies=accuracies))
-
+  name = f'probes_{_TASK.value}{"_cls" * (_POOLING.value == "cls")}'
+  pretrain_report.write_results(
+      _OUT_DIR.value, name, probing.markdown(accuracies, _TASK.value, _POOLING.value, task_dir),
+      dict(accuracies=accuracies, pooling=_POOLING.value))
 
 if __name__ == '__main__':
   app.run(main)

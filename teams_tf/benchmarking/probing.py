@@ -7,7 +7,8 @@ features standardized on the train set) learns the label from them on the train 
 scored on dev. Nothing in the encoder trains, so a probe tells what pretraining put into the
 features apart from how easily fine-tuning moves them. A pre-LN layer's output is its residual
 stream (the last one after the encoder's final LayerNorm); standardizing the features makes the
-probes indifferent to scale.
+probes indifferent to scale. With `pooling='cls'` the layers are read at [CLS] alone, the position
+Model Garden's sentence classifiers pool, which no pretraining loss here asks anything of.
 """
 
 import numpy as np
@@ -19,6 +20,7 @@ from official.nlp.data import data_loader_factory
 from official.nlp.data import sentence_prediction_dataloader
 
 _ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
+POOLINGS = ('mean', 'cls')
 
 
 def glue_records(path: str, seq_length: int, batch_size: int = 256) -> tf.data.Dataset:
@@ -38,13 +40,16 @@ def glue_records(path: str, seq_length: int, batch_size: int = 256) -> tf.data.D
   return data_loader_factory.get_data_loader(config).load()
 
 
-def layer_features(encoder, dataset: tf.data.Dataset) -> tuple[list[np.ndarray], np.ndarray]:
-  """Mean-pooled features of the embeddings and of every layer, with the labels.
+def layer_features(encoder, dataset: tf.data.Dataset,
+                   pooling: str = 'mean') -> tuple[list[np.ndarray], np.ndarray]:
+  """Pooled features of the embeddings and of every layer, with the labels.
 
   Args:
     encoder: a Model Garden encoder with `get_embedding_table` and dict outputs with
       `encoder_outputs`.
     dataset: `glue_records`' batches.
+    pooling: the layers' outputs averaged over the real tokens ('mean') or taken at [CLS]
+      ('cls'); the word embeddings are always averaged (at [CLS] they would be one constant).
 
   Returns:
     ([embeddings, layer 1, ..., layer L], each [N, H]), labels [N].
@@ -56,8 +61,12 @@ def layer_features(encoder, dataset: tf.data.Dataset) -> tuple[list[np.ndarray],
     words = tf.gather(table, inputs['input_word_ids'])  # [B, T, E]
     layers = encoder(inputs, training=False)['encoder_outputs']  # L x [B, T, H]
     mask = tf.cast(inputs['input_mask'], tf.float32)[..., None]  # [B, T, 1]
-    pooled.append([(tf.reduce_sum(states * mask, axis=1) / tf.reduce_sum(mask, axis=1)).numpy()
-                   for states in [words] + list(layers)])
+
+    def mean(states):
+      return (tf.reduce_sum(states * mask, axis=1) / tf.reduce_sum(mask, axis=1)).numpy()
+
+    pooled.append([mean(words)] + [mean(states) if pooling == 'mean' else states[:, 0].numpy()
+                                   for states in layers])
     labels.append(batch['label_ids'].numpy())
   return [np.concatenate(layer) for layer in zip(*pooled)], np.concatenate(labels)
 
@@ -71,18 +80,31 @@ def probe_accuracy(train_features: np.ndarray, train_labels: np.ndarray,
   return float(classifier.score(scaler.transform(dev_features), dev_labels))
 
 
-def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset) -> list[float]:
-  """Dev accuracy of a probe on the embeddings and on each layer of `encoder`, bottom first."""
-  train_layers, train_labels = layer_features(encoder, train)
-  dev_layers, dev_labels = layer_features(encoder, dev)
+def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset,
+          pooling: str = 'mean') -> list[float]:
+  """Dev accuracy of a probe on the embeddings and on each layer of `encoder`, bottom first.
+
+  Raises:
+    ValueError: `pooling` is not one of POOLINGS.
+  """
+  if pooling not in POOLINGS:
+    raise ValueError(f'pooling={pooling!r} must be one of {POOLINGS}.')
+  train_layers, train_labels = layer_features(encoder, train, pooling)
+  dev_layers, dev_labels = layer_features(encoder, dev, pooling)
   return [probe_accuracy(train_x, train_labels, dev_x, dev_labels)
           for train_x, dev_x in zip(train_layers, dev_layers)]
 
 
-def markdown(accuracies: dict[str, list[float]], title: str, preamble: str) -> str:
-  """A table of probe accuracies (x 100): one row per encoder, one column per layer."""
+def markdown(accuracies: dict[str, list[float]], task: str, pooling: str, data_dir: str) -> str:
+  """The report of `tools/probe_encoders.py`: one row per encoder, one column per layer (x 100)."""
+  cls = pooling == 'cls'
+  preamble = (f'`python tools/probe_encoders.py --task={task}{" --pooling=cls" * cls}`: dev '
+              'accuracy x 100 of a logistic regression on frozen features of each encoder of the '
+              'mini replication: mean-pooled word embeddings, and each layer '
+              f'{"at [CLS]" if cls else "mean-pooled"} ({data_dir}; '
+              '`teams_tf/benchmarking/probing.py`).')
   depth = max(len(row) for row in accuracies.values())
-  lines = [f'# {title}', '', preamble, '',
+  lines = [f'# Linear probes on {task}{" ([CLS])" * cls}', '', preamble, '',
            '| encoder | embeddings | ' + ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |',
            '|---|' + '---:|' * depth]
   for name, row in accuracies.items():

@@ -52,9 +52,22 @@ class ProbingTest(tf.test.TestCase):
     self.assertEqual(labels['dev'], dev_labels.tolist())
     for accuracy in accuracies:
       self.assertGreater(accuracy, 0.9)
-    table = probing.markdown({'tiny': accuracies}, 'Probes', 'How.')
+    table = probing.markdown({'tiny': accuracies}, 'sst2', 'mean', '/data/sst2')
+    self.assertStartsWith(table, '# Linear probes on sst2\n')
     self.assertIn('| encoder | embeddings | layer 1 | layer 2 |', table)
     self.assertIn(f'| tiny | {100 * accuracies[0]:.1f} |', table)
+    # [CLS] pooling reads each layer at position 0 only; the embeddings stay averaged.
+    dev = probing.glue_records(paths['dev'], _T, 64)
+    mean_layers, _ = probing.layer_features(encoder, dev)
+    cls_layers, _ = probing.layer_features(encoder, dev, 'cls')
+    batch = next(iter(dev))
+    inputs = ('input_word_ids', 'input_mask', 'input_type_ids')
+    first = encoder({key: batch[key] for key in inputs})['encoder_outputs']
+    self.assertAllClose(mean_layers[0], cls_layers[0])
+    for layer, states in enumerate(first, start=1):
+      self.assertAllClose(states[:, 0], cls_layers[layer][:64], atol=1e-5)
+    with self.assertRaisesRegex(ValueError, "pooling='max' must be one of"):
+      probing.probe(encoder, dev, dev, 'max')
 
   def test_probe_of_features_unrelated_to_the_labels_is_near_chance(self):
     rng = np.random.default_rng(1)
