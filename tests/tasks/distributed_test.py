@@ -16,6 +16,7 @@ import sys
 import textwrap
 
 from absl.testing import parameterized
+import numpy as np
 import tensorflow as tf
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -107,7 +108,11 @@ class MirroredEqualsOneDeviceTest(tf.test.TestCase, parameterized.TestCase):
       self.assertAllClose(single, mirrored, rtol=1e-4, atol=1e-6, msg=name)
     moved = 0
     for name, single, mirrored in result['updates']:
-      self.assertAllClose(single, mirrored, rtol=1e-4, atol=1e-6, msg=name)
+      # Gradients summed in another order (per replica, then across) differ in float32 by up
+      # to a few 1e-6 where many tokens' contributions cancel (TACO's type embeddings: 2.3e-6
+      # of a 1.2e-3 update); a wrong scale or a lost replica is off by a large fraction.
+      scale = float(np.max(np.abs(single)))
+      self.assertAllClose(single, mirrored, rtol=1e-4, atol=max(1e-6, 1e-2 * scale), msg=name)
       moved += bool(tf.reduce_any(tf.not_equal(single, 0.0)))
     # The step changed (nearly) every trained variable: the comparison is not of zeros.
     self.assertGreater(moved, 0.9 * len(result['updates']))
