@@ -36,7 +36,7 @@ _TASK = flags.DEFINE_enum('task', 'sst2', ['sst2', 'cola'], 'A classification ta
 _POOLING = flags.DEFINE_enum('pooling', 'mean', probing.POOLINGS,
                              "Layers' outputs averaged over the tokens, or at [CLS].")
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
-                               'Where probes_<task>.{md,json} go.')
+                               'Where probes_<task>[_cls].{md,json} go.')
 
 
 def main(argv):
@@ -71,6 +71,7 @@ def main(argv):
   pretrain_report.write_results(
       _OUT_DIR.value, name, probing.markdown(accuracies, _TASK.value, _POOLING.value, task_dir),
       dict(accuracies=accuracies, pooling=_POOLING.value))
+
 
 if __name__ == '__main__':
   app.run(main)

@@ -53,7 +53,12 @@ def layer_features(encoder, dataset: tf.data.Dataset,
 
   Returns:
     ([embeddings, layer 1, ..., layer L], each [N, H]), labels [N].
+
+  Raises:
+    ValueError: `pooling` is not one of POOLINGS.
   """
+  if pooling not in POOLINGS:
+    raise ValueError(f'pooling={pooling!r} must be one of {POOLINGS}.')
   table = encoder.get_embedding_table()  # [V, E]
   pooled, labels = [], []
   for batch in dataset:
@@ -85,10 +90,8 @@ def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset,
   """Dev accuracy of a probe on the embeddings and on each layer of `encoder`, bottom first.
 
   Raises:
-    ValueError: `pooling` is not one of POOLINGS.
+    ValueError: `pooling` is not one of POOLINGS (`layer_features`).
   """
-  if pooling not in POOLINGS:
-    raise ValueError(f'pooling={pooling!r} must be one of {POOLINGS}.')
   train_layers, train_labels = layer_features(encoder, train, pooling)
   dev_layers, dev_labels = layer_features(encoder, dev, pooling)
   return [probe_accuracy(train_x, train_labels, dev_x, dev_labels)
