@@ -104,6 +104,12 @@ class TeamsConfig(RelativePositions):
       it sets the discriminator's corruption apart from the generator's masking rate, a
       departure from the papers: with the mini recipe's 40% masking, 0.375 corrupts 15% of the
       tokens as ELECTRA's 15% masking does (benchmarks/learning_recipe.md).
+    rtd_loss_positions: where the RTD loss (Eq. 4) is averaged: 'all' = every non-padding token
+      (ELECTRA §2, TEAMS Eq. 4; default) or 'text' = the text's own tokens, leaving out [CLS] and
+      [SEP] (ids from `train_data.vocab_file`). Those are never replaced, so under 'all' RTD only
+      teaches them the constant answer "original", and [CLS] is where Model Garden's sentence
+      classifier reads (benchmarks/learning_recipe.md). 'text' is a departure from the papers.
+      The held-out RTD metrics stay over every non-padding token, so they compare across runs.
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))
@@ -120,6 +126,7 @@ class TeamsConfig(RelativePositions):
   mws_loss_weight: float = 2.0
   tie_output_embeddings: bool = True
   corruption_fraction: float = 1.0
+  rtd_loss_positions: str = 'all'
 
 
 @dataclasses.dataclass

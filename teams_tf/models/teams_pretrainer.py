@@ -259,6 +259,10 @@ def resolve_layout(config: model_configs.TeamsConfig):
     raise ValueError(
         f'corruption_fraction={config.corruption_fraction} must be in (0, 1] (share of the '
         'masked positions whose generator sample enters the discriminator; papers: 1).')
+  if config.rtd_loss_positions not in ('all', 'text'):
+    raise ValueError(
+        f"rtd_loss_positions={config.rtd_loss_positions!r} must be 'all' (every non-padding "
+        "token, the papers) or 'text' ([CLS] and [SEP] left out).")
   if config.candidate_sampling not in ('sampled', 'hardest'):
     raise ValueError(
         f"candidate_sampling={config.candidate_sampling!r} must be 'sampled' or 'hardest'.")

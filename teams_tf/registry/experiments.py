@@ -209,6 +209,13 @@ _VARIANTS = {
         lambda size, encoder: dict(
             corruption_fraction=round(0.15 / _LOW_BUDGET_RECIPES[size].mask_rate, 6)),
         ('mini',)),
+    # Not from a paper: [CLS] and [SEP] are never replaced, so RTD over every token teaches them
+    # only "original", and [CLS] is what sentence classifiers read (benchmarks/learning_recipe.md,
+    # "Fewer fake tokens do not help").
+    'text_rtd': _Variant(
+        'electra', 'the RTD loss over the text tokens only, [CLS] and [SEP] left out '
+        "(`rtd_loss_positions='text'`; not from a paper)",
+        lambda size, encoder: dict(rtd_loss_positions='text'), ('mini',)),
     # TACO §5.2 ablations and its MLM baseline.
     'concentrated': _Variant(
         'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',

@@ -8,6 +8,8 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
+from teams_tf.data import embedded
+from teams_tf.data import tokenization
 from teams_tf.losses import classification
 from teams_tf.losses import mws
 from teams_tf.models import teams_pretrainer
@@ -23,13 +25,15 @@ class TeamsPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
   model: model_configs.TeamsConfig = dataclasses.field(default_factory=model_configs.TeamsConfig)
 
 
-def loss_terms(labels, outputs):
+def loss_terms(labels, outputs, rtd_weights=None):
   """The unweighted losses of Eq. (9) whose heads the model has.
 
   Args:
     labels: input batch (see `TeamsPretrainer`); uses `masked_lm_ids`, `masked_lm_weights`,
       `input_mask`. MWS is over the corrupted positions (`corrupted_weights`).
     outputs: `TeamsPretrainer` outputs.
+    rtd_weights: [B, T] weights of the RTD average; None = `input_mask` (every non-padding
+      token, Eq. 4).
 
   Returns:
     Dict of float32 scalars: `mlm_loss` (Eq. 1); `rtd_loss` (Eq. 4) if the outputs have
@@ -40,7 +44,8 @@ def loss_terms(labels, outputs):
       outputs['mlm_logits'], labels['masked_lm_ids'], weights))
   if 'rtd_logits' in outputs:
     terms['rtd_loss'] = classification.rtd_loss(
-        outputs['rtd_logits'], outputs['rtd_labels'], labels['input_mask'])
+        outputs['rtd_logits'], outputs['rtd_labels'],
+        labels['input_mask'] if rtd_weights is None else rtd_weights)
   if 'mws_logits' in outputs:
     terms['mws_loss'] = mws.mws_loss(outputs['mws_logits'], outputs['corrupted_weights'])
   return terms
@@ -53,6 +58,15 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
   ELECTRA is λ2 = 0 (Eq. 1 + λ·Eq. 4) and "Only MWS" λ1 = 0; a zero-weight term is not
   computed, logged or built.
   """
+
+  def __init__(self, params, logging_dir=None, name=None):
+    super().__init__(params, logging_dir=logging_dir, name=name)
+    self._text_vocab = None
+    if params.model.rtd_loss_positions == 'text':
+      # Batches of train_data and validation_data share these ids: both vocabularies were checked
+      # against the encoder, and the records are written with one vocabulary.
+      self._text_vocab = tokenization.load_vocabulary(
+          embedded.resolve_path(params.train_data.vocab_file))
 
   def validate_model_config(self, config):
     teams_pretrainer.validate_config(config)
@@ -67,7 +81,13 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
             'mws_loss': config.mws_loss_weight}
 
   def loss_terms(self, labels, model_outputs):
-    return loss_terms(labels, model_outputs)
+    rtd_weights = None
+    if self._text_vocab is not None:
+      # x^M holds [MASK] or a token at masked positions, never [CLS] or [SEP], so the text's
+      # tokens are found in the input as in the original.
+      rtd_weights = tokenization.text_token_weights(
+          labels['input_word_ids'], labels['input_mask'], self._text_vocab)
+    return loss_terms(labels, model_outputs, rtd_weights)
 
   def task_metrics(self):
     weights = self.loss_weights()

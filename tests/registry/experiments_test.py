@@ -24,7 +24,8 @@ _YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
 # Every pretraining objective and ablation (registered at some size).
 _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
-    ('electra', 'corrupt15'), ('mws', None), ('teams', 'ffn_heads'), ('teams', 'top_task_layers'),
+    ('electra', 'corrupt15'), ('electra', 'text_rtd'), ('mws', None), ('teams', 'ffn_heads'),
+    ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
     ('coco_lm', None), ('script', None), ('taco', None), ('taco', 'concentrated'),
     ('taco', 'mlm_tp'), ('bert', 'taco_settings'),
@@ -191,6 +192,12 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(1.0, baseline.task.model.corruption_fraction)
     params.task.model.corruption_fraction = 1.0
     self.assertEqual(baseline.as_dict(), params.as_dict())
+
+  def test_text_rtd_differs_from_electra_mini_only_in_the_rtd_positions(self):
+    params = exp_factory.get_exp_config('electra_mini_text_rtd')
+    self.assertEqual('text', params.task.model.rtd_loss_positions)
+    params.task.model.rtd_loss_positions = 'all'
+    self.assertEqual(exp_factory.get_exp_config('electra_mini').as_dict(), params.as_dict())
 
   def test_coco_lm_paper_knobs(self):
     # COCO-LM §3.3 and §4: auxiliary as wide as the main model, 4 layers for 12 (6 for 24),

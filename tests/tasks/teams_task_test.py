@@ -7,6 +7,8 @@ import tensorflow as tf
 from official.core import task_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.data import embedded
+from teams_tf.data import tokenization
 from teams_tf.losses import mws
 from teams_tf.tasks import teams_task
 from tests import testing_utils
@@ -78,6 +80,29 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
     terms = teams_task.loss_terms(batch, outputs)
     self.assertAllClose(mws.mws_loss(outputs['mws_logits'], corrupted_weights),
                         terms['mws_loss'])
+
+  def test_rtd_loss_on_text_tokens_leaves_out_cls_and_sep(self):
+    task = task_factory.get_task(_task_config(rtd_loss_positions='text'))
+    model = task.build_model()
+    batch = next(iter(task.build_inputs(task.task_config.train_data)))
+    outputs = model(batch, training=True)
+    vocab = tokenization.load_vocabulary(
+        embedded.resolve_path(task.task_config.train_data.vocab_file))
+    ids, mask = batch['input_word_ids'].numpy(), batch['input_mask'].numpy()
+    logits = outputs['rtd_logits'].numpy().astype(np.float64)
+    labels = outputs['rtd_labels'].numpy()
+    per_token = np.logaddexp(0, logits) - labels * logits  # -log sigmoid(+-logit)
+    text = (mask > 0) & (ids != vocab.cls_id) & (ids != vocab.sep_id)
+    self.assertLess(text.sum(), (mask > 0).sum())  # The batch has [CLS] and [SEP] to leave out.
+    self.assertAllClose(per_token[text].mean(),
+                        task.loss_terms(batch, outputs)['rtd_loss'], rtol=1e-5)
+    # Eq. 4 as the papers write it averages over every non-padding token.
+    self.assertAllClose(per_token[mask > 0].mean(),
+                        teams_task.loss_terms(batch, outputs)['rtd_loss'], rtol=1e-5)
+
+  def test_unknown_rtd_loss_positions_is_reported(self):
+    with self.assertRaisesRegex(ValueError, r"rtd_loss_positions='masked' must be 'all'"):
+      task_factory.get_task(_task_config(rtd_loss_positions='masked'))
 
   def test_overfits_one_batch(self):
     first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 40)
