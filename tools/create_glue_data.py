@@ -6,20 +6,10 @@
   python tools/create_glue_data.py --task=sst2 --tfds_name=glue/sst2 --vocab_file=... \
       --output_dir=...
 
-Reads the original GLUE TSVs with `teams_tf.finetuning.glue` (or, with `--tfds_name`, Model Garden's
-TFDS processor for the task; the TFDS dataset must already be downloaded and prepared in TFDS's data
-directory, `$TFDS_DATA_DIR` or `~/tensorflow_datasets`, e.g. by `tfds build glue/sst2` on a machine
-with internet), tokenizes with Model Garden's `FullTokenizer` and writes with Model Garden's
-`classifier_data_lib.generate_tf_record_from_data_file`:
-
-  <output_dir>/train.tfrecord, dev.tfrecord   tf.Examples: input_ids, input_mask, segment_ids [T],
-                                              label_ids (int, or float for stsb), example_id
-  <output_dir>/meta_data.json                 train_data_size, eval_data_size, num_labels (1 for
-                                              stsb regression), max_seq_length, task, vocabulary
-
-Every file is written under a temporary name and renamed when complete; meta_data.json comes last,
-so its presence marks a complete conversion. `--max_train_examples` keeps a seeded random subset of
-the train set (in file order); the dev set is always complete.
+Reads the GLUE TSVs (`teams_tf.finetuning.glue`) or a prepared TFDS dataset and writes
+<output_dir>/train.tfrecord, dev.tfrecord and, last, meta_data.json (so its presence marks a
+complete conversion) with Model Garden's `classifier_data_lib`; see docs/finetuning.md.
+`--max_train_examples` keeps a seeded random subset of the train set; dev is always complete.
 """
 
 import os

@@ -3,14 +3,10 @@
   python tools/create_pretraining_data.py --input='/data/wiki/*.txt' --vocab_file=/data/vocab.txt \
       --output_dir=/data/records --output_kind=masked --seq_length=128 --dupe_factor=40
 
-Sequences are packed from consecutive sentences of one document as `[CLS] A [SEP] B [SEP]`
-(`teams_tf/preprocessing/sequence_packing.py`) and written as sharded tf.train.Examples
-(`teams_tf/preprocessing/pretraining_records.py`, which lists the features):
-`--output_kind=unmasked` for dynamic masking at training time (`input_format='tfrecord'`), `masked`
-for `--dupe_factor` statically masked copies in Model Garden's BERT format
-(`input_format='masked_tfrecord'`). The output is identical for a fixed --seed whatever
---num_workers is. Prints progress, warnings naming the file and line of every input problem, and a
-final summary; bad flags or an unusable vocabulary exit with a one-line `error: ...`.
+`[CLS] A [SEP] B [SEP]` sequences from one document at a time, written as sharded tf.train.Examples
+(`teams_tf/preprocessing/pretraining_records.py`): unmasked for masking at training time, or
+`--dupe_factor` masked copies in Model Garden's BERT format. Formats, guarantees and measured speed:
+docs/training.md. Bad flags or an unusable vocabulary exit with a one-line `error: ...`.
 """
 
 import dataclasses
@@ -25,8 +21,7 @@ import tensorflow as tf
 from teams_tf.data import corpus
 from teams_tf.preprocessing import pretraining_records
 
-_INPUT = flags.DEFINE_string(
-    'input', None, 'Comma-separated text files or globs (sample:train names the embedded corpus).')
+_INPUT = flags.DEFINE_string('input', None, 'Text files or globs, comma-separated (sample:train).')
 _DOCUMENT_MODE = flags.DEFINE_enum(
     'document_mode', 'blank_line', corpus.DOCUMENT_MODES,
     'blank_line: documents are blocks separated by blank lines; file: one document per file.')
@@ -38,8 +33,7 @@ flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary with [PAD] [UNK] [
                     '[MASK] (sample:vocab for the embedded one); the one training will use.')
 flags.DEFINE_bool('lower_case', True, 'Lowercase and strip accents; must match the vocabulary.')
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Directory for the shards and the summary.')
-_OUTPUT_PREFIX = flags.DEFINE_string(
-    'output_prefix', 'pretrain', 'Shard names are <prefix>-00000-of-00008.tfrecord.')
+_OUTPUT_PREFIX = flags.DEFINE_string('output_prefix', 'pretrain', 'Shards: <prefix>-0000k-of-N.')
 _NUM_SHARDS = flags.DEFINE_integer('num_shards', 8, 'Number of output shards.')
 _OUTPUT_KIND = flags.DEFINE_enum(
     'output_kind', 'masked', pretraining_records.OUTPUT_KINDS,
@@ -48,22 +42,17 @@ _OUTPUT_KIND = flags.DEFINE_enum(
 flags.DEFINE_integer('seq_length', 128, 'T, tokens per sequence including specials.')
 flags.DEFINE_integer('num_segments', 2, '2: [CLS] A [SEP] B [SEP] split at a random sentence '
                      'boundary; 1: [CLS] A [SEP].')
-flags.DEFINE_integer(
-    'dupe_factor', 40, 'Masked copies of each sequence, each masked differently (TEAMS: 40).')
-flags.DEFINE_integer(
-    'max_predictions_per_seq', 20, 'P, prediction slots per sequence (20 for T=128).')
+flags.DEFINE_integer('dupe_factor', 40, 'Differently masked copies per sequence (TEAMS: 40).')
+flags.DEFINE_integer('max_predictions_per_seq', 20, 'P, prediction slots per sequence (T=128: 20).')
 flags.DEFINE_float('mask_rate', 0.15, 'Fraction of tokens to predict (BERT: 0.15).')
-flags.DEFINE_float(
-    'mask_token_rate', 0.8, 'Probability that a predicted token becomes [MASK] (BERT: 0.8).')
-flags.DEFINE_float('random_token_rate', 0.1, 'Probability that a predicted token becomes a random '
-                   'token (BERT: 0.1).')
+flags.DEFINE_float('mask_token_rate', 0.8, 'P(a predicted token becomes [MASK]) (BERT: 0.8).')
+flags.DEFINE_float('random_token_rate', 0.1, 'P(it becomes a random token) (BERT: 0.1).')
 flags.DEFINE_bool('whole_word_masking', False, 'Mask all WordPiece pieces of a word together.')
 flags.DEFINE_integer('seed', pretraining_records.DEFAULT_SEED,
                      'Seeds sentence-pair splits, shuffling and masking.')
 _NUM_WORKERS = flags.DEFINE_integer(
     'num_workers', os.cpu_count() or 1, 'Worker processes (spawned); 1 runs in this process.')
-_OVERWRITE = flags.DEFINE_bool(
-    'overwrite', False, 'Replace existing shards and summary with this prefix.')
+_OVERWRITE = flags.DEFINE_bool('overwrite', False, 'Replace shards and summary of this prefix.')
 
 
 def main(argv):

@@ -1,13 +1,10 @@
 """Compute-matched mini replication: mini encoders and random init fine-tuned on GLUE.
 
-TEAMS vs ELECTRA vs BERT, and COCO-LM, TACO and SCRIPT vs their baselines, pretrained at equal
-FLOPs.
-
   python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
 
-Pretrains (or reuses) every mini objective as tools/benchmark_learning.py does, fine-tunes each
-kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and writes
-benchmarks/replication/; rerunning skips finished units. Run it on an otherwise idle machine.
+Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
+fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
+writes benchmarks/replication/; rerunning skips finished units. Run it on an idle machine.
 """
 
 import functools
