@@ -109,7 +109,8 @@ class TeamsConfig(RelativePositions):
       [SEP] (ids from `train_data.vocab_file`). Those are never replaced, so under 'all' RTD only
       teaches them the constant answer "original", and [CLS] is where Model Garden's sentence
       classifier reads (benchmarks/learning_recipe.md). 'text' is a departure from the papers.
-      The held-out RTD metrics stay over every non-padding token, so they compare across runs.
+      The RTD metrics (accuracy, AUC and its context-free baseline) are over the same positions:
+      a 'text' model's outputs at [CLS] and [SEP] are untrained and would rank arbitrarily.
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=lambda: encoder_sizes.encoder_config('small'))

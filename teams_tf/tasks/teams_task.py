@@ -80,14 +80,17 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
     return {'mlm_loss': 1.0, 'rtd_loss': config.rtd_loss_weight,
             'mws_loss': config.mws_loss_weight}
 
+  def rtd_weights(self, labels):
+    """[B, T] positions of the RTD loss and metrics (`rtd_loss_positions`)."""
+    if self._text_vocab is None:
+      return labels['input_mask']
+    # x^M holds [MASK] or a token at masked positions, never [CLS] or [SEP], so the text's tokens
+    # are found in the input as in the original.
+    return tokenization.text_token_weights(
+        labels['input_word_ids'], labels['input_mask'], self._text_vocab)
+
   def loss_terms(self, labels, model_outputs):
-    rtd_weights = None
-    if self._text_vocab is not None:
-      # x^M holds [MASK] or a token at masked positions, never [CLS] or [SEP], so the text's
-      # tokens are found in the input as in the original.
-      rtd_weights = tokenization.text_token_weights(
-          labels['input_word_ids'], labels['input_mask'], self._text_vocab)
-    return loss_terms(labels, model_outputs, rtd_weights)
+    return loss_terms(labels, model_outputs, self.rtd_weights(labels))
 
   def task_metrics(self):
     weights = self.loss_weights()
@@ -119,21 +122,21 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
 
   def update_task_metrics(self, metrics, labels, model_outputs):
     weights = labels['masked_lm_weights']
-    input_mask = labels['input_mask']
+    rtd_weights = self.rtd_weights(labels)
     replaced = tf.cast(
         tf.not_equal(model_outputs['replaced_ids'], labels['masked_lm_ids']), tf.float32)
     metrics['replaced_fraction'].update_state(replaced, weights)
     if 'rtd_logits' in model_outputs:
       metrics['rtd_accuracy'].update_state(
-          model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+          model_outputs['rtd_labels'], model_outputs['rtd_logits'], rtd_weights)
       metrics['rtd_auc'].update_state(
-          model_outputs['rtd_labels'], model_outputs['rtd_logits'], input_mask)
+          model_outputs['rtd_labels'], model_outputs['rtd_logits'], rtd_weights)
       if 'rtd_context_free_auc' in metrics:
         _, corrupted = token_sampling.replace_masked_tokens(
             labels['input_word_ids'], labels['masked_lm_positions'], weights,
             labels['masked_lm_ids'], model_outputs['replaced_ids'])
         metrics['rtd_context_free_auc'].update_state(
-            corrupted, model_outputs['rtd_labels'], input_mask)
+            corrupted, model_outputs['rtd_labels'], rtd_weights)
     if 'mws_logits' in model_outputs:
       corrupted_weights = model_outputs['corrupted_weights']
       metrics['mws_accuracy'].update_state(

@@ -99,6 +99,11 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
     # Eq. 4 as the papers write it averages over every non-padding token.
     self.assertAllClose(per_token[mask > 0].mean(),
                         teams_task.loss_terms(batch, outputs)['rtd_loss'], rtol=1e-5)
+    # The metrics score the same positions: the untrained [CLS]/[SEP] outputs would rank anyhow.
+    metrics = {metric.name: metric for metric in task.build_metrics(training=False)}
+    task.update_task_metrics(metrics, batch, outputs)
+    self.assertAllClose(((logits > 0) == (labels > 0))[text].mean(),
+                        metrics['rtd_accuracy'].result(), rtol=1e-6)
 
   def test_unknown_rtd_loss_positions_is_reported(self):
     with self.assertRaisesRegex(ValueError, r"rtd_loss_positions='masked' must be 'all'"):
