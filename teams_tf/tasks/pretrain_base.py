@@ -64,6 +64,7 @@ class PretrainTask(base_task.Task):
 
   def __init__(self, params, logging_dir=None, name=None):
     super().__init__(params, logging_dir=logging_dir, name=name)
+    self._vocabularies = {}
     self._check_data_fits_encoder()
     if params.init_checkpoint_modules not in init_checkpoint.MODULES:
       raise ValueError(f'task.init_checkpoint_modules={params.init_checkpoint_modules!r} is not '
@@ -77,6 +78,13 @@ class PretrainTask(base_task.Task):
     objective's check is its pretrainer module's `validate_config`.
     """
     del config  # The MLM (BERT) pretrainer takes every encoder config.
+
+  def vocabulary(self, field):
+    """`task_config.<field>`'s vocabulary ('train_data' or 'validation_data'), read once."""
+    if field not in self._vocabularies:
+      path = embedded.resolve_path(getattr(self.task_config, field).vocab_file)
+      self._vocabularies[field] = tokenization.load_vocabulary(path)
+    return self._vocabularies[field]
 
   def _check_data_fits_encoder(self):
     """Fails early, naming the fields, when data, encoder and replicas disagree on sizes."""
@@ -98,7 +106,7 @@ class PretrainTask(base_task.Task):
             f'task.{field}.seq_length={data.seq_length} exceeds '
             f'task.model.encoder.max_position_embeddings={encoder.max_position_embeddings}; '
             'shorten the sequences or enlarge the position table.')
-      vocab = tokenization.load_vocabulary(embedded.resolve_path(data.vocab_file))
+      vocab = self.vocabulary(field)
       if vocab.size != encoder_vocab_size:
         raise ValueError(
             f'task.model.encoder.vocab_size={encoder_vocab_size} but task.{field}.vocab_file '
@@ -205,8 +213,7 @@ class PretrainTask(base_task.Task):
       metrics.append(tf_keras.metrics.SparseCategoricalAccuracy(name='mlm_accuracy'))
     metrics += self.task_metrics()
     if training is False and any(metric.name == 'mlm_accuracy' for metric in metrics):
-      vocab = tokenization.load_vocabulary(
-          embedded.resolve_path(self.task_config.validation_data.vocab_file))
+      vocab = self.vocabulary('validation_data')
       metrics.append(mlm_baseline.ContextFreeMlmAccuracy(vocab.size, vocab.mask_id))
     return metrics
 

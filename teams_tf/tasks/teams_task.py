@@ -8,7 +8,6 @@ import tf_keras
 from official.core import task_factory
 
 from teams_tf.configs import models as model_configs
-from teams_tf.data import embedded
 from teams_tf.data import tokenization
 from teams_tf.losses import classification
 from teams_tf.losses import mws
@@ -65,8 +64,7 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
     if params.model.rtd_loss_positions == 'text':
       # Batches of train_data and validation_data share these ids: both vocabularies were checked
       # against the encoder, and the records are written with one vocabulary.
-      self._text_vocab = tokenization.load_vocabulary(
-          embedded.resolve_path(params.train_data.vocab_file))
+      self._text_vocab = self.vocabulary('train_data')
 
   def validate_model_config(self, config):
     teams_pretrainer.validate_config(config)
