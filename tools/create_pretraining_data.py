@@ -4,9 +4,9 @@
       --output_dir=/data/records --output_kind=masked --seq_length=128 --dupe_factor=40
 
 `[CLS] A [SEP] B [SEP]` sequences from one document at a time, written as sharded tf.train.Examples
-(`teams_tf/preprocessing/pretraining_records.py`): unmasked for masking at training time, or
-`--dupe_factor` masked copies in Model Garden's BERT format. Formats, guarantees and measured speed:
-docs/training.md. Bad flags or an unusable vocabulary exit with a one-line `error: ...`.
+(`teams_tf/preprocessing/`): unmasked for masking at training time, or `--dupe_factor` masked
+copies in Model Garden's BERT format. Formats, guarantees, speed: docs/training.md. Bad flags or an
+unusable vocabulary exit with a one-line `error: ...`.
 """
 
 import dataclasses
@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from teams_tf.data import corpus
 from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import record_format
 
 _INPUT = flags.DEFINE_string('input', None, 'Text files or globs, comma-separated (sample:train).')
 _DOCUMENT_MODE = flags.DEFINE_enum(
@@ -36,7 +37,7 @@ _OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Directory for the shards 
 _OUTPUT_PREFIX = flags.DEFINE_string('output_prefix', 'pretrain', 'Shards: <prefix>-0000k-of-N.')
 _NUM_SHARDS = flags.DEFINE_integer('num_shards', 8, 'Number of output shards.')
 _OUTPUT_KIND = flags.DEFINE_enum(
-    'output_kind', 'masked', pretraining_records.OUTPUT_KINDS,
+    'output_kind', 'masked', record_format.OUTPUT_KINDS,
     'unmasked: input_ids/input_mask/segment_ids, masked at training time; masked: plus '
     'masked_lm_positions/ids/weights, --dupe_factor copies per sequence.')
 flags.DEFINE_integer('seq_length', 128, 'T, tokens per sequence including specials.')
@@ -48,8 +49,7 @@ flags.DEFINE_float('mask_rate', 0.15, 'Fraction of tokens to predict (BERT: 0.15
 flags.DEFINE_float('mask_token_rate', 0.8, 'P(a predicted token becomes [MASK]) (BERT: 0.8).')
 flags.DEFINE_float('random_token_rate', 0.1, 'P(it becomes a random token) (BERT: 0.1).')
 flags.DEFINE_bool('whole_word_masking', False, 'Mask all WordPiece pieces of a word together.')
-flags.DEFINE_integer('seed', pretraining_records.DEFAULT_SEED,
-                     'Seeds sentence-pair splits, shuffling and masking.')
+flags.DEFINE_integer('seed', record_format.DEFAULT_SEED, 'Seeds pair splits, shuffling, masking.')
 _NUM_WORKERS = flags.DEFINE_integer(
     'num_workers', os.cpu_count() or 1, 'Worker processes (spawned); 1 runs in this process.')
 _OVERWRITE = flags.DEFINE_bool('overwrite', False, 'Replace shards and summary of this prefix.')
@@ -59,15 +59,15 @@ def main(argv):
   try:
     if len(argv) > 1:
       raise ValueError(f'unexpected arguments {argv[1:]}; every option is a --flag.')
-    pretraining_records.check_masking_options(
+    record_format.check_masking_options(
         _OUTPUT_KIND.value, [name for name in flags.FLAGS if flags.FLAGS[name].present])
     source = corpus.CorpusSource(
         input_patterns=_INPUT.value or '', document_mode=_DOCUMENT_MODE.value,
         tfds_name=_TFDS_NAME.value or '', tfds_split=_TFDS_SPLIT.value,
         tfds_text_key=_TFDS_TEXT_KEY.value, tfds_data_dir=_TFDS_DATA_DIR.value or '')
-    options = pretraining_records.RecordOptions(**{  # Each option is the flag of its name.
+    options = record_format.RecordOptions(**{  # Each option is the flag of its name.
         field.name: flags.FLAGS[field.name].value
-        for field in dataclasses.fields(pretraining_records.RecordOptions)})
+        for field in dataclasses.fields(record_format.RecordOptions)})
     start = time.monotonic()
     summary = pretraining_records.create_pretraining_data(
         source, options, _OUTPUT_DIR.value, output_prefix=_OUTPUT_PREFIX.value,

@@ -23,6 +23,7 @@ from official.core import exp_factory
 from teams_tf.data import corpus
 from teams_tf.data import tokenization
 from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import record_format
 from teams_tf.preprocessing import vocab_builder
 from teams_tf.registry import experiments
 from teams_tf.training import experiment_flops
@@ -145,7 +146,7 @@ def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
       start = time.monotonic()
       summary = pretraining_records.create_pretraining_data(
           corpus.CorpusSource(input_patterns=files),
-          pretraining_records.RecordOptions(vocab_file=vocab, seq_length=seq_length,
+          record_format.RecordOptions(vocab_file=vocab, seq_length=seq_length,
                                             output_kind='unmasked'),
           out, num_shards=8, num_workers=os.cpu_count() or 1, overwrite=True)
       print(pretraining_records.summary_text(summary, out, time.monotonic() - start), flush=True)

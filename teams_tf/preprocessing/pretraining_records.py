@@ -14,11 +14,7 @@ fails) and renamed when complete, and the JSON summary `<prefix>-summary.json` i
 file with a final shard name is always complete, and a directory without the summary holds an
 interrupted run.
 
-Record features (tf.train.Example; T = seq_length, P = max_predictions_per_seq):
-  unmasked: `input_ids`, `input_mask`, `segment_ids`: int64 [T].
-  masked: the same three, with `input_ids` corrupted, plus `masked_lm_positions`, `masked_lm_ids`:
-    int64 [P], and `masked_lm_weights`: float [P] -- Model Garden's BERT pretraining format, read by
-    `official.nlp.data.pretrain_dataloader.BertPretrainDataLoader(use_next_sentence_label=False)`.
+The records' features and options: `record_format`.
 """
 
 import dataclasses
@@ -28,7 +24,6 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from typing import Iterable
 
 from absl import logging
 import numpy as np
@@ -37,80 +32,13 @@ import tensorflow as tf
 from teams_tf.data import corpus
 from teams_tf.data import masking
 from teams_tf.data import tokenization
+from teams_tf.preprocessing import record_format
 from teams_tf.preprocessing import sequence_packing
 from teams_tf.utils import atomic_files
 from teams_tf.utils import progress
 
-OUTPUT_KINDS = ('unmasked', 'masked')
-# The `RecordOptions` only masked output reads: unmasked records are masked at training time.
-MASKING_OPTIONS = ('dupe_factor', 'max_predictions_per_seq', 'mask_rate', 'mask_token_rate',
-                   'random_token_rate', 'whole_word_masking')
 # Sequences masked per tf.data input chunk; bounds memory, never changes the output.
 _CHUNK_SIZE = 8192
-# Seeds every random choice of the records unless told otherwise (tool and library alike).
-DEFAULT_SEED = 12345
-
-
-@dataclasses.dataclass(frozen=True)
-class RecordOptions:
-  """Everything that determines the records' content (see the tool's flags for meanings)."""
-  vocab_file: str
-  lower_case: bool = True
-  seq_length: int = 128
-  num_segments: int = 2
-  output_kind: str = 'masked'
-  dupe_factor: int = 40
-  max_predictions_per_seq: int = 20
-  mask_rate: float = 0.15
-  mask_token_rate: float = 0.8
-  random_token_rate: float = 0.1
-  whole_word_masking: bool = False
-  seed: int = DEFAULT_SEED
-
-  def validate(self, vocab: tokenization.Vocabulary) -> None:
-    """Raises ValueError naming the option, its value and the valid range."""
-    if self.output_kind not in OUTPUT_KINDS:
-      raise ValueError(f'output_kind={self.output_kind!r} is not one of {OUTPUT_KINDS}.')
-    if self.seed < 0:
-      raise ValueError(f'seed={self.seed} must be >= 0.')
-    if self.output_kind == 'masked':
-      if self.dupe_factor < 1:
-        raise ValueError(f'dupe_factor={self.dupe_factor} must be >= 1.')
-      if self.max_predictions_per_seq > self.seq_length - 2:
-        raise ValueError(f'max_predictions_per_seq={self.max_predictions_per_seq} must be <= '
-                         f'seq_length - 2 = {self.seq_length - 2}.')
-      masking.validate_masking_args(
-          max_predictions_per_seq=self.max_predictions_per_seq, mask_rate=self.mask_rate,
-          mask_token_rate=self.mask_token_rate, random_token_rate=self.random_token_rate,
-          special_ids=vocab.special_ids, mask_id=vocab.mask_id, vocab_size=vocab.size)
-
-
-def check_masking_options(output_kind: str, given: Iterable[str]) -> None:
-  """Refuses masking options set for unmasked output, where they would do nothing.
-
-  `given` names the options set explicitly (the tool's flags); the ValueError names them.
-  """
-  named = [f'--{name}' for name in MASKING_OPTIONS if name in given]
-  if output_kind == 'unmasked' and named:
-    raise ValueError(f'{", ".join(named)} only apply to --output_kind=masked; unmasked records '
-                     'are masked at training time.')
-
-
-def feature_spec(options: RecordOptions) -> dict[str, tf.io.FixedLenFeature]:
-  """The records' features, to parse them with `tf.io.parse_single_example`."""
-  spec = {name: tf.io.FixedLenFeature([options.seq_length], tf.int64)
-          for name in ('input_ids', 'input_mask', 'segment_ids')}
-  if options.output_kind == 'masked':
-    num_slots = options.max_predictions_per_seq
-    spec['masked_lm_positions'] = tf.io.FixedLenFeature([num_slots], tf.int64)
-    spec['masked_lm_ids'] = tf.io.FixedLenFeature([num_slots], tf.int64)
-    spec['masked_lm_weights'] = tf.io.FixedLenFeature([num_slots], tf.float32)
-  return spec
-
-
-def shard_names(prefix: str, num_shards: int) -> list[str]:
-  """`<prefix>-00000-of-00008.tfrecord`, ... for every shard."""
-  return [f'{prefix}-{i:05d}-of-{num_shards:05d}.tfrecord' for i in range(num_shards)]
 
 
 # Cached so that each worker process reads the vocabulary and builds its tokenizer once, not once
@@ -121,7 +49,7 @@ def _vocabulary(path: str) -> tokenization.Vocabulary:
 
 
 @functools.lru_cache(maxsize=1)
-def _packer(options: RecordOptions) -> sequence_packing.SequencePacker:
+def _packer(options: record_format.RecordOptions) -> sequence_packing.SequencePacker:
   return sequence_packing.SequencePacker(_vocabulary(options.vocab_file), options.lower_case,
                                          options.seq_length, options.num_segments, options.seed)
 
@@ -134,19 +62,6 @@ def _pack_file(task):
   documents = corpus.read_file_documents(path, document_mode, corpus_stats)
   sequences = _packer(options).pack(documents, path, index, packing_stats)
   return sequences, corpus_stats, packing_stats
-
-
-def _int64_feature(values) -> tf.train.Feature:
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
-
-
-def _serialize(features: dict[str, np.ndarray]) -> bytes:
-  feature = {name: (tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
-                    if values.dtype.kind == 'f' else _int64_feature(values))
-             for name, values in features.items()}
-  # Deterministic map order, so equal records are equal bytes.
-  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
-      deterministic=True)
 
 
 def _masked_batches(options, input_ids, sequence_index, copy_index):
@@ -205,7 +120,7 @@ def _write_shard(task):
         if options.output_kind == 'masked':
           for name in ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights'):
             features[name] = batch[name][row]
-        writer.write(_serialize(features))
+        writer.write(record_format.serialize(features))
         written += 1
     writer.close()
     tf.io.gfile.rename(temporary, path, overwrite=True)
@@ -228,8 +143,8 @@ def _file_sha256(path: str) -> str:
     return hashlib.sha256(f.read()).hexdigest()
 
 
-def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions, output_dir: str,
-                            output_prefix: str = 'pretrain', num_shards: int = 8,
+def create_pretraining_data(source: corpus.CorpusSource, options: record_format.RecordOptions,
+                            output_dir: str, output_prefix: str = 'pretrain', num_shards: int = 8,
                             num_workers: int = 1, overwrite: bool = False) -> dict:
   """Reads `source`, packs, optionally masks and writes sharded TFRecords plus a JSON summary.
 
@@ -284,7 +199,7 @@ def create_pretraining_data(source: corpus.CorpusSource, options: RecordOptions,
     copies = options.dupe_factor if options.output_kind == 'masked' else 1
     # Record r of the shuffled order is copy r // N of sequence r % N.
     order = np.random.default_rng(options.seed).permutation(len(sequences) * copies)
-    names = shard_names(output_prefix, num_shards)
+    names = record_format.shard_names(output_prefix, num_shards)
     tasks = [(os.path.join(output_dir, name), arrays_dir, part % len(sequences),
               part // len(sequences), options)
              for name, part in zip(names, np.array_split(order, num_shards))]
@@ -380,7 +295,7 @@ def _summary(source, files, options, vocab, corpus_stats, packing_stats, names, 
   return {
       'output_kind': options.output_kind,
       'features': {name: f'{spec.dtype.name}[{spec.shape[0]}]'
-                   for name, spec in feature_spec(options).items()},
+                   for name, spec in record_format.feature_spec(options).items()},
       'records': sum(shard_records),
       'shards': [{'file': name, 'records': count} for name, count in zip(names, shard_records)],
       'options': dataclasses.asdict(options),

@@ -11,7 +11,7 @@ from official.core import exp_factory
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
-from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import record_format
 
 
 def _write_events(directory, rows):
@@ -133,7 +133,7 @@ class LearningTest(tf.test.TestCase):
     self.assertEqual(8, create.call_args.kwargs['num_shards'])
     self.assertEqual(os.path.join(work_dir, 'records_100_valid'), output_dir)
     # The records every published run trained on: the data tool's defaults, unmasked, T=32 here.
-    self.assertEqual(pretraining_records.RecordOptions(
+    self.assertEqual(record_format.RecordOptions(
         vocab_file=os.path.join(work_dir, 'vocab_100.txt'), seq_length=32,
         output_kind='unmasked', seed=12345), options)
 

@@ -18,6 +18,7 @@ from teams_tf.data import corpus
 from teams_tf.data import pretrain_dataloader as teams_pretrain_dataloader
 from teams_tf.data import tokenization
 from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import record_format
 
 _SEQ_LENGTH = 16
 _NUM_PREDICTIONS = 4
@@ -71,7 +72,7 @@ class PretrainingRecordsTest(tf.test.TestCase, parameterized.TestCase):
   def _options(self, **overrides):
     defaults = dict(vocab_file=self.vocab_file, seq_length=_SEQ_LENGTH, output_kind='unmasked',
                     dupe_factor=3, max_predictions_per_seq=_NUM_PREDICTIONS, seed=1)
-    return pretraining_records.RecordOptions(**(defaults | overrides))
+    return record_format.RecordOptions(**(defaults | overrides))
 
   def _create(self, output='out', inputs=None, num_workers=1, num_shards=3, **overrides):
     source = corpus.CorpusSource(input_patterns=','.join(inputs or self.files))
@@ -82,7 +83,7 @@ class PretrainingRecordsTest(tf.test.TestCase, parameterized.TestCase):
     return summary, self._records(output_dir, options), output_dir
 
   def _records(self, output_dir, options):
-    spec = pretraining_records.feature_spec(options)
+    spec = record_format.feature_spec(options)
     files = sorted(glob.glob(os.path.join(output_dir, 'pretrain-*-of-*.tfrecord')))
     dataset = tf.data.TFRecordDataset(files).map(lambda r: tf.io.parse_single_example(r, spec))
     return list(dataset.as_numpy_iterator())
@@ -297,9 +298,9 @@ class PretrainingRecordsTest(tf.test.TestCase, parameterized.TestCase):
     given = ['seed', 'mask_rate', 'dupe_factor']
     with self.assertRaisesRegex(ValueError, '^--dupe_factor, --mask_rate only apply to '
                                 '--output_kind=masked;'):
-      pretraining_records.check_masking_options('unmasked', given)
-    pretraining_records.check_masking_options('masked', given)
-    pretraining_records.check_masking_options('unmasked', ['seed', 'seq_length'])
+      record_format.check_masking_options('unmasked', given)
+    record_format.check_masking_options('masked', given)
+    record_format.check_masking_options('unmasked', ['seed', 'seq_length'])
 
   def test_existing_outputs_need_overwrite(self):
     _, _, output_dir = self._create()

@@ -11,6 +11,7 @@ from official.core import task_factory
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.data import corpus
 from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import record_format
 from teams_tf.tasks import coco_lm_task
 from tests import testing_utils
 
@@ -75,7 +76,7 @@ class CocoLmTaskTest(tf.test.TestCase, parameterized.TestCase):
     output_dir = os.path.join(self.get_temp_dir(), 'records')
     pretraining_records.create_pretraining_data(
         corpus.CorpusSource(input_patterns='sample:valid'),
-        pretraining_records.RecordOptions(vocab_file='sample:vocab', seq_length=32,
+        record_format.RecordOptions(vocab_file='sample:vocab', seq_length=32,
                                           output_kind='unmasked'),
         output_dir, num_shards=2)
     config = _task_config()
