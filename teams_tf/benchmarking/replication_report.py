@@ -167,6 +167,13 @@ def not_beating_random(summary: dict) -> tuple[list[str], list[str]]:
   return failing, undecided
 
 
+def at_grid_top(protocol, summary: dict) -> list[tuple[str, str]]:
+  """(encoder, task) pairs whose chosen rate is the grid's largest: their optimum may lie above."""
+  top = max(protocol.learning_rates)
+  return [(encoder, task) for encoder, entry in summary.items()
+          for task, task_entry in entry['tasks'].items() if task_entry['learning_rate'] == top]
+
+
 def preamble(protocol, recipe, bert_steps: int, pretraining: dict) -> str:
   """The report's title and how its runs were made.
 
@@ -227,6 +234,11 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
         ', '.join(f'{rate}: {"—" if value is None else f"{100 * value:.1f}"}'
                   for rate, value in task_entry['seed_one'].items())
         for task_entry in entry['tasks'].values()) + ' |')
+  top = replication.format_rate(max(protocol.learning_rates))
+  edge = ', '.join(f'{names[e]} {replication.GLUE_TASKS[t][0]}'
+                   for e, t in at_grid_top(protocol, summary)) or 'none'
+  lines += ['', f'Rate chosen at the grid\'s largest ({top}), so a larger one might score '
+            f'better: {edge}.']
   return '\n'.join(lines) + '\n'
 
 

@@ -74,7 +74,7 @@ class ReplicationTest(tf.test.TestCase):
       os.makedirs(self.run_dirs[objective])
       with open(os.path.join(self.run_dirs[objective], 'checkpoint'), 'w'):
         pass
-    self.protocol = replication.FineTuneProtocol()
+    self.protocol = replication.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
     self.runs = replication.Replication(self.protocol, self.out_dir, self.work_dir,
                                         os.path.join(root, 'glue'), self.run_dirs, 9e13)
 
@@ -227,6 +227,11 @@ class ReplicationTest(tf.test.TestCase):
                   '? | — | — / — / — |', text)
     self.assertIn('| MWS-only | not run yet | ? |', text)
     self.assertIn('| random init | 52.0 (50.0–54.0) | 1e-4 |', text)
+    self.assertIn("Rate chosen at the grid's largest (3e-4), so a larger one might score better: "
+                  'none.', text)
+    _commit(out, 'electra', 'cola', 3e-4, 1, 0.9)
+    self.assertIn('might score better: ELECTRA CoLA.', replication_report.markdown(
+        self.protocol, replication_report.summarize(self.protocol, out), {}, '# head'))
     self.assertIn('on at least 2 of the 3 tasks: BERT (not decided yet: MWS-only, COCO-LM, '
                   'TACO, ELECTRA (15% corrupted), ELECTRA (RTD without [CLS]/[SEP])). Why, '
                   'measured with linear probes', text)
