@@ -147,7 +147,7 @@ def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
       summary = pretraining_records.create_pretraining_data(
           corpus.CorpusSource(input_patterns=files),
           record_format.RecordOptions(vocab_file=vocab, seq_length=seq_length,
-                                            output_kind='unmasked'),
+                                      output_kind='unmasked'),
           out, num_shards=8, num_workers=os.cpu_count() or 1, overwrite=True)
       print(pretraining_records.summary_text(summary, out, time.monotonic() - start), flush=True)
     records[split] = os.path.join(out, 'pretrain-*.tfrecord')

@@ -77,7 +77,7 @@ class CocoLmTaskTest(tf.test.TestCase, parameterized.TestCase):
     pretraining_records.create_pretraining_data(
         corpus.CorpusSource(input_patterns='sample:valid'),
         record_format.RecordOptions(vocab_file='sample:vocab', seq_length=32,
-                                          output_kind='unmasked'),
+                                    output_kind='unmasked'),
         output_dir, num_shards=2)
     config = _task_config()
     for data in (config.train_data, config.validation_data):
