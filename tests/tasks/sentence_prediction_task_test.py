@@ -2,6 +2,7 @@
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official.core import exp_factory
 from official.core import task_factory
@@ -64,7 +65,9 @@ class SentencePredictionTaskTest(tf.test.TestCase):
 
   def test_fine_tuning_fits_similarity_scores(self):
     # Model Garden's loss cannot go below twice the labels' variance on a batch; fitted scores
-    # go far below their variance.
+    # go far below their variance. After 60 steps some initialisations were still at 0.29 of it,
+    # after 150 every one of six was below 0.012.
+    tf_keras.utils.set_random_seed(0)
     labels = np.random.default_rng(3).uniform(0, 5, _BATCH).astype(np.float32)
     task = _task(num_classes=1)
     model = task.build_model()
@@ -72,7 +75,7 @@ class SentencePredictionTaskTest(tf.test.TestCase):
     optimizer = testing_utils.constant_lr_optimizer(3e-3)
     testing_utils.build_step_variables(model, optimizer, batch)
     step = tf.function(lambda: task.train_step(batch, model, optimizer, metrics=[]))
-    for _ in range(60):
+    for _ in range(150):
       step()
     fitted = float(task.build_losses(batch, model(batch, training=False)))
     self.assertLess(fitted, 0.1 * np.var(labels))
