@@ -1,11 +1,13 @@
 """Tiny configurations and realistic batches shared by the tests (STYLE.md §8)."""
 
+import contextlib
 from typing import Any, Dict, NamedTuple
 
 from absl import flags
 import gin
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official.modeling import optimization
 from official.nlp.configs import encoders
@@ -45,13 +47,15 @@ def train_error(*argv):
   `train.main` ends every misuse in `sys.exit('error: ...')`, which Python prints as the last line
   of stderr with status 1 and no traceback; any other exception fails the calling test. In this
   process a case takes seconds, where a subprocess pays TensorFlow's start-up (about 25 s). The
-  flags are parsed as from the command line, then reset with gin's bindings.
+  flags are parsed as from the command line, then reset with gin's bindings and Keras' dtype
+  policy (process-wide: a bfloat16 experiment refused for want of a TPU has set it already).
   """
   # Imported here: it defines flags, which only the tests that run it need.
   from teams_tf import train  # pylint: disable=g-import-not-at-top
   if 'experiment' not in flags.FLAGS:
     train.define_flags()
   was_parsed = flags.FLAGS.is_parsed()
+  policy = tf_keras.mixed_precision.global_policy()
   try:
     flags.FLAGS.unparse_flags()
     flags.FLAGS(['teams_tf.train', *argv])
@@ -63,7 +67,19 @@ def train_error(*argv):
     if was_parsed:
       flags.FLAGS.mark_as_parsed()
     gin.clear_config()
+    tf_keras.mixed_precision.set_global_policy(policy)
   raise AssertionError(f'python -m teams_tf.train {" ".join(argv)} ended without an error')
+
+
+@contextlib.contextmanager
+def keras_policy(name):
+  """Keras' process-wide dtype policy `name` inside the block, the previous one after it."""
+  previous = tf_keras.mixed_precision.global_policy()
+  tf_keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    tf_keras.mixed_precision.set_global_policy(previous)
 
 
 def tiny_encoder_config(num_layers=2, vocab_size=VOCAB_SIZE):

@@ -9,6 +9,7 @@ from unittest import mock
 
 from absl import flags
 import tensorflow as tf
+import tf_keras
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.registry import experiments
@@ -121,6 +122,9 @@ class FlagErrorsTest(_OneLineErrorTest):
     self._assert_one_line_error(message, "cannot create the 'tpu' distribution strategy")
     self.assertIn('--tpu=', message)
     self.assertIn('runtime.distribution_strategy=mirrored', message)
+    # teams_small had set mixed_bfloat16 before the refusal; the tests after this one in the same
+    # pytest worker must still build float32 layers.
+    self.assertEqual('float32', tf_keras.mixed_precision.global_policy().name)
 
   def test_bad_gin_binding(self):
     self._assert_one_line_error(

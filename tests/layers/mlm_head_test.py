@@ -7,6 +7,7 @@ import tf_keras
 from official.nlp.modeling import layers
 
 from teams_tf.layers import mlm_head
+from tests import testing_utils
 
 
 def _heads(vocab, width):
@@ -40,8 +41,7 @@ class MaskedLmTest(tf.test.TestCase):
   def test_bias_gradient_sums_in_float32_under_mixed_bfloat16(self):
     # 4,096 masked rows of a 64-word vocabulary: each softmax term is ~1/64, the running sum
     # reaches ~64, past where bfloat16 (8 significant bits) still adds such terms.
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       ours, theirs = _heads(vocab=64, width=8)
       rng = np.random.default_rng(3)
       sequence = tf.constant(rng.normal(size=(64, 64, 8)), tf.float32)
@@ -58,8 +58,6 @@ class MaskedLmTest(tf.test.TestCase):
         softmax = tf.nn.softmax(logits).numpy().astype(np.float64).reshape(-1, 64)
         expected = softmax.sum(0) - np.bincount(labels.ravel(), minlength=64)
         gradients.append(expected)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
     ours_got, ours_expected, theirs_got, theirs_expected = gradients
     self.assertAllClose(ours_expected, ours_got, rtol=0.01, atol=0.05)
     # Model Garden's bfloat16 BiasAddGrad misses it by far more (why this layer exists).

@@ -2,9 +2,9 @@
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from teams_tf.layers import mws_head
+from tests import testing_utils
 
 
 class MultiWordSelectionHeadTest(tf.test.TestCase):
@@ -47,15 +47,12 @@ class MultiWordSelectionHeadTest(tf.test.TestCase):
     self.assertEqual(used, set(np.nonzero(row_norms)[0].tolist()))
 
   def test_mixed_bfloat16(self):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       table = tf.Variable(tf.random.normal([20, 8]))
       head = mws_head.MultiWordSelectionHead(embedding_table=table)
       logits = head(tf.cast(tf.random.normal([2, 6, 12]), tf.bfloat16),
                     tf.constant([[1, 2], [3, 4]]), tf.ones([2, 2, 3], tf.int32))
       self.assertEqual(tf.float32, logits.dtype)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
 
 
 if __name__ == '__main__':

@@ -169,8 +169,7 @@ class RelativePositionAttentionTest(tf.test.TestCase):
 
   def test_pre_ln_layer_trains_in_mixed_bfloat16(self):
     # Model Garden's TransformerScaffold adds a float32 and a bfloat16 tensor here.
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       layer, _ = _pre_ln_layer()
       x = tf.random.normal((2, 10, 6), dtype=tf.bfloat16)
       mask = tf.ones((2, 10, 10))
@@ -178,8 +177,6 @@ class RelativePositionAttentionTest(tf.test.TestCase):
         output = layer([x, mask])
         loss = tf.reduce_sum(tf.cast(output, tf.float32) ** 2)
       gradients = tape.gradient(loss, layer.trainable_variables)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
     self.assertEqual(tf.bfloat16, output.dtype)
     self.assertTrue(all(
         g is not None and np.all(np.isfinite(tf.cast(tf.convert_to_tensor(g), tf.float32)))

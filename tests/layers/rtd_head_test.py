@@ -5,6 +5,7 @@ import tensorflow as tf
 import tf_keras
 
 from teams_tf.layers import rtd_head
+from tests import testing_utils
 
 
 def _head(**kwargs):
@@ -59,12 +60,9 @@ class AttentionRtdHeadTest(tf.test.TestCase):
     self.assertAllClose(expected, clone(x, mask))
 
   def test_mixed_bfloat16(self):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       logits = _head()(tf.random.normal([2, 5, 8]), tf.ones([2, 5, 5]))
       self.assertEqual(tf.float32, logits.dtype)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
 
 
 

@@ -3,7 +3,6 @@
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.nlp.configs import encoders
 
@@ -185,13 +184,10 @@ class CocoLmPretrainerTest(tf.test.TestCase, parameterized.TestCase):
                         encoder(inputs)['sequence_output'], atol=1e-5)
 
   def test_mixed_bfloat16_outputs_are_finite_float32(self):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       model = coco_lm_pretrainer.build_coco_lm_pretrainer(
           testing_utils.tiny_coco_lm_config(), seed=10)
       out = model(testing_utils.pretraining_batch(), training=True)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
     for key in ('mlm_logits', 'copy_logits', 'clm_logits'):
       self.assertEqual(tf.float32, out[key].dtype, key)
       self.assertTrue(np.all(np.isfinite(out[key].numpy())), key)

@@ -2,7 +2,6 @@
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.nlp.configs import encoders
 from official.nlp.modeling import networks
@@ -105,14 +104,11 @@ class MlmPretrainerTest(tf.test.TestCase):
       self.assertAllClose(ours, theirs, rtol=1e-6, atol=1e-6)
 
   def test_mixed_bfloat16_loss_is_float32_and_finite(self):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       model = mlm_pretrainer.build_mlm_pretrainer(testing_utils.tiny_mlm_config())
       batch = testing_utils.pretraining_batch()
       outputs = model(batch, training=True)
       loss = _mlm_loss(model, batch)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
     # The head computes in bfloat16 and returns float32 logits (`mlm_head.MaskedLM`).
     self.assertEqual(tf.bfloat16, model.masked_lm.compute_dtype)
     self.assertEqual(tf.float32, outputs['mlm_logits'].dtype)

@@ -3,7 +3,6 @@
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.nlp.configs import encoders
 
@@ -90,13 +89,10 @@ class ScriptPretrainerTest(tf.test.TestCase, parameterized.TestCase):
                         encoder(inputs)['sequence_output'])
 
   def test_mixed_bfloat16_straight_through_is_finite(self):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       model = script_pretrainer.build_script_pretrainer(
           testing_utils.tiny_script_config(straight_through=True), seed=5)
       out = model(testing_utils.pretraining_batch(), training=True)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
     self.assertEqual(tf.float32, out['critic_log_odds'].dtype)
     self.assertTrue(np.all(np.isfinite(out['critic_log_odds'].numpy())))
 

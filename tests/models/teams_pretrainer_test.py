@@ -3,7 +3,6 @@
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.nlp.configs import encoders
 
@@ -170,15 +169,12 @@ class TeamsPretrainerTest(tf.test.TestCase, parameterized.TestCase):
       self.assertAllClose(ours, theirs, atol=1e-6)
 
   def test_mixed_bfloat16(self):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
-    try:
+    with testing_utils.keras_policy('mixed_bfloat16'):
       model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(), seed=5)
       out = model(testing_utils.pretraining_batch(), training=True)
       for key in ('mlm_logits', 'rtd_logits', 'mws_logits'):
         self.assertEqual(tf.float32, out[key].dtype, key)
         self.assertTrue(np.all(np.isfinite(out[key].numpy())), key)
-    finally:
-      tf_keras.mixed_precision.set_global_policy('float32')
 
   @parameterized.named_parameters(
       ('too_deep_generator', dict(num_generator_layers=3), 'num_generator_layers=3 must be'),

@@ -25,17 +25,13 @@ _STEPS = 30
 
 class MixedPrecisionTest(tf.test.TestCase, parameterized.TestCase):
 
-  def tearDown(self):
-    tf_keras.mixed_precision.set_global_policy('float32')
-    super().tearDown()
-
   # MWS-only is the TEAMS pretrainer without its RTD head and loss: TEAMS trains every layer
   # and loss of it.
   @parameterized.named_parameters(
       (objective, objective)
       for objective in ('teams', 'electra', 'bert', 'coco_lm', 'taco', 'script'))
   def test_demo_trains_finitely_in_bfloat16(self, objective):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+    self.enterContext(testing_utils.keras_policy('mixed_bfloat16'))
     tf_keras.utils.set_random_seed(0)
     config = testing_utils.two_layer_demo_experiment(objective).task
     config.train_data.global_batch_size = 8

@@ -11,7 +11,6 @@ step. (The optimizer update is Model Garden's AdamW, which Model Garden runs on 
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.core import task_factory
 
@@ -21,17 +20,13 @@ from tests import testing_utils
 
 class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
 
-  def tearDown(self):
-    tf_keras.mixed_precision.set_global_policy('float32')
-    super().tearDown()
-
   # MWS-only is the TEAMS pretrainer without its RTD head and loss: TEAMS compiles every layer
   # and loss of it.
   @parameterized.named_parameters(
       (objective, objective)
       for objective in ('teams', 'electra', 'bert', 'coco_lm', 'taco', 'script'))
   def test_losses_and_gradients_compile_in_bfloat16(self, objective):
-    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+    self.enterContext(testing_utils.keras_policy('mixed_bfloat16'))
     config = testing_utils.two_layer_demo_experiment(objective).task
     task = task_factory.get_task(config)
     model = task.build_model()
