@@ -1,6 +1,7 @@
 """Compute-matched mini replication: mini encoders and random init fine-tuned on GLUE.
 
   python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
+  python tools/replicate.py --bert_steps=18000 --learning_dir=L --out_dir=R  # another budget
 
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
 fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
@@ -41,8 +42,8 @@ flags.register_validator('encoders', lambda names: set(names) <= set(replication
                          f'use some of {",".join(replication.ENCODERS)}.')
 _SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds at the chosen learning rate.')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
-# tools/benchmark_learning.py's defaults: its runs and result files are the ones reused.
-_LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
+_LEARNING_DIR = flags.DEFINE_string('learning_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
+                                    "Pretraining results (benchmark_learning.py's --out_dir).")
 
 
 def _fine_tune(fields):
@@ -54,21 +55,20 @@ def _fine_tune(fields):
   sweep.run(settings, plan)
 
 
-def main(argv):
-  del argv
+def main(_):
   try:
     protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
   except ValueError as e:
     sys.exit(f'error: --seeds: {e}')
   report = functools.partial(
-      replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR, protocol,
+      replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR.value, protocol,
       exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value)
   if not _REPORT_ONLY.value:
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:
-      setup, flops, _ = learning.default_setup(
-          _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR, learning.VOCAB_SIZE, _BERT_STEPS.value,
-          learning.VALIDATION_INTERVAL)
+      setup, flops, _ = learning.default_setup(_CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value,
+                                               learning.VOCAB_SIZE, _BERT_STEPS.value,
+                                               learning.VALIDATION_INTERVAL)
       runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
                                  _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
     except ValueError as e:

@@ -7,7 +7,8 @@ Each kept encoder, and a random-init encoder of the same shape, is then fine-tun
 headline metric is kept, and seeds 2..N run at that rate only. A unit of work is one
 (encoder, task, rate, seed) run of the Model Garden sweep (`finetuning/sweep.py`, which this
 package may not import: the caller passes it in as `fine_tune`) in
-`<work_dir>/replication/<encoder>/<task>/lr_<rate>`; its result is then copied to
+`<work_dir>/replication_<budget>flops/<encoder>/<task>/lr_<rate>` (a sweep resumes what it finds
+there, so another budget must not share it); its result is then copied to
 `<out_dir>/<encoder>/<task>_lr<rate>_seed<k>.json`, and a unit with that file is never run
 again, even when the work directory is gone. `replication_report` writes the report.
 """
@@ -212,7 +213,7 @@ class Replication:
   Attributes:
     protocol: the fine-tuning protocol.
     out_dir: committed unit results and the report.
-    work_dir: the sweeps' run directories go to `<work_dir>/replication`.
+    work_dir: the sweeps' run directories go to `<work_dir>/replication_<budget>flops`.
     data_dir: the converted GLUE tasks (`prepare_glue`).
     run_dirs: objective -> its pretraining run directory (`pretrain`).
     max_train_flops: the pretraining budget, recorded in every pretrained unit's result.
@@ -233,8 +234,9 @@ def sweep_settings(replication: Replication, unit: Unit) -> dict:
       tasks=(unit.task,), seeds=f'{unit.seed},', size=protocol.size,
       data_dir=replication.data_dir,
       init_checkpoint=replication.run_dirs[unit.encoder] if pretrained else '',
-      output_dir=os.path.join(replication.work_dir, 'replication', unit.encoder, unit.task,
-                              f'lr_{format_rate(unit.learning_rate)}'),
+      output_dir=os.path.join(replication.work_dir,
+                              f'replication_{replication.max_train_flops:.4g}flops', unit.encoder,
+                              unit.task, f'lr_{format_rate(unit.learning_rate)}'),
       epochs=protocol.epochs, params_override=f'{LEARNING_RATE_FIELD}={unit.learning_rate}',
       encoder_from=None if pretrained else replication.run_dirs[SHAPE_FROM])
 

@@ -135,8 +135,10 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual(('', self.run_dirs['bert']), (random['init_checkpoint'],
                                                    random['encoder_from']))
     self.assertEqual((3, 'mini'), (teams['epochs'], teams['size']))
-    self.assertEqual(os.path.join(self.work_dir, 'replication', 'teams', 'sst2', 'lr_1e-4'),
-                     teams['output_dir'])
+    # The budget names the directory: a sweep resumes what it finds there.
+    self.assertEqual(
+        os.path.join(self.work_dir, 'replication_9e+13flops', 'teams', 'sst2', 'lr_1e-4'),
+        teams['output_dir'])
     committed = replication.read_unit(self.out_dir, replication.Unit('random', 'sst2', 3e-4, 3))
     self.assertEqual((0.63, 3e-4, 'random', None),
                      (committed['metrics']['accuracy'], committed['learning_rate'],
