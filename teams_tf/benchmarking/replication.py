@@ -25,12 +25,13 @@ from teams_tf.utils import atomic_files
 RANDOM = 'random'
 # Mini-recipe changes under test (`learning.mini_runs`), each fine-tuned beside its objective:
 # the replication decides whether a change makes pretraining matter (learning_recipe.md).
-RECIPE_VARIANTS = ('electra_corrupt15', 'electra_text_rtd')
+RECIPE_VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10')
 ENCODERS = learning.OBJECTIVES + RECIPE_VARIANTS + (RANDOM,)
 ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
                  'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT',
                  'electra_corrupt15': 'ELECTRA (15% corrupted)',
-                 'electra_text_rtd': 'ELECTRA (RTD without [CLS]/[SEP])', RANDOM: 'random init'}
+                 'electra_text_rtd': 'ELECTRA (RTD without [CLS]/[SEP])',
+                 'electra_rtd10': 'ELECTRA (RTD weight 10)', RANDOM: 'random init'}
 # Every mini objective keeps the same encoder; the random-init one is built like BERT's.
 SHAPE_FROM = 'bert'
 # Task -> (folder of the GLUE download, the headline metric that `sweep` reports first).

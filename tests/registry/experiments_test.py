@@ -24,7 +24,8 @@ _YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
 # Every pretraining objective and ablation (registered at some size).
 _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
-    ('electra', 'corrupt15'), ('electra', 'text_rtd'), ('mws', None), ('teams', 'ffn_heads'),
+    ('electra', 'corrupt15'), ('electra', 'text_rtd'), ('electra', 'rtd10'), ('mws', None),
+    ('teams', 'ffn_heads'),
     ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
     ('coco_lm', None), ('script', None), ('taco', None), ('taco', 'concentrated'),
@@ -197,6 +198,12 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     params = exp_factory.get_exp_config('electra_mini_text_rtd')
     self.assertEqual('text', params.task.model.rtd_loss_positions)
     params.task.model.rtd_loss_positions = 'all'
+    self.assertEqual(exp_factory.get_exp_config('electra_mini').as_dict(), params.as_dict())
+
+  def test_rtd10_differs_from_electra_mini_only_in_the_rtd_weight(self):
+    params = exp_factory.get_exp_config('electra_mini_rtd10')
+    self.assertEqual(10.0, params.task.model.rtd_loss_weight)
+    params.task.model.rtd_loss_weight = 50.0
     self.assertEqual(exp_factory.get_exp_config('electra_mini').as_dict(), params.as_dict())
 
   def test_coco_lm_paper_knobs(self):
