@@ -174,7 +174,7 @@ def at_grid_top(protocol, summary: dict) -> list[tuple[str, str]]:
           for task, task_entry in entry['tasks'].items() if task_entry['learning_rate'] == top]
 
 
-def preamble(protocol, recipe, bert_steps: int, pretraining: dict) -> str:
+def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_report: str) -> str:
   """The report's title and how its runs were made.
 
   Args:
@@ -182,6 +182,7 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict) -> str:
     recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
     bert_steps: the pretraining budget in BERT-mini steps.
     pretraining: the learning benchmark's results (`learning.load_results`), which hold the budget.
+    learning_report: the learning benchmark's report, relative to the replication's.
   """
   budgets = {result['setup']['max_train_flops'] for result in pretraining.values()}
   budget = (f'{budgets.pop():.3g} training FLOPs, the cost of ' if len(budgets) == 1
@@ -197,7 +198,7 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict) -> str:
       '# Mini replication: TEAMS, ELECTRA, BERT, COCO-LM, TACO, SCRIPT on GLUE at equal '
       'pretraining FLOPs', '',
       f'`python tools/replicate.py --bert_steps={bert_steps} --seeds={protocol.seeds}`: every '
-      f'`<objective>_mini` pretrained by the learning benchmark (../learning/learning.md) to '
+      f'`<objective>_mini` pretrained by the learning benchmark ({learning_report}) to '
       f'{budget}; its kept encoder, and a random-init encoder '
       f'of the same shape, fine-tuned with `glue_<task>_{protocol.size}` (batch 32, 10% warm-up '
       f'and linear decay, dropout 0.1) for {protocol.epochs:g} epochs on {tasks}, dev sets '
@@ -302,7 +303,8 @@ def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: 
   os.makedirs(out_dir, exist_ok=True)
   pretraining = learning.load_results(learning_dir)
   summary = summarize(protocol, out_dir)
-  head = preamble(protocol, recipe, bert_steps, pretraining)
+  head = preamble(protocol, recipe, bert_steps, pretraining,
+                  os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir))
   atomic_files.write_text(os.path.join(out_dir, 'replication.md'),
                           markdown(protocol, summary, pretraining, head))
   failing, _ = not_beating_random(summary)

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import re
 from unittest import mock
 
 import tensorflow as tf
@@ -245,7 +246,8 @@ class ReplicationTest(tf.test.TestCase):
                                                     summary))
 
   def test_write_report_writes_table_json_and_plots(self):
-    learning_dir = os.path.join(self.get_temp_dir(), 'learning')
+    # Another budget's results, as `tools/replicate.py --learning_dir` takes them.
+    learning_dir = os.path.join(self.get_temp_dir(), 'budgets', 'learning_3000')
     os.makedirs(learning_dir)
     curve = [dict(step=s, flops=s * 3e10, train_seconds=s * 0.8, mlm_accuracy=s / 1e4)
              for s in (1000, 3000)]
@@ -264,6 +266,10 @@ class ReplicationTest(tf.test.TestCase):
     self.assertIn(table, text)
     self.assertIn('to 9e+13 training FLOPs, the cost of 3,000 BERT-mini steps', text)
     self.assertIn('40% masking', text)
+    # The link to the learning report resolves from the report's own directory.
+    link = re.search(r'pretrained by the learning benchmark \(([^)]+)\)', text).group(1)
+    self.assertEqual(os.path.realpath(os.path.join(learning_dir, 'learning.md')),
+                     os.path.realpath(os.path.join(self.out_dir, link)))
     with open(os.path.join(self.out_dir, 'replication.json')) as f:
       self.assertEqual(0.62, json.load(f)['encoders']['bert']['tasks']['sst2']['median'])
     for name in ('pretraining.png', 'glue.png'):
