@@ -1,13 +1,15 @@
 """Learning benchmark: every mini objective pretrained at one FLOP budget on a real corpus.
 
   python tools/benchmark_learning.py [--objectives=bert,teams,electra_corrupt15] [--bert_steps=9000]
+  python tools/benchmark_learning.py --objectives=electra --seed=2 --out_dir=benchmarks/learning_s2
 
 Builds (once) a WordPiece vocabulary and unmasked pretraining records from the corpus (files
 wiki_00-48 for training, wiki_49 held out), then trains each `<objective>_mini` with
 `teams_tf.train` to the FLOPs of `--bert_steps` BERT-mini steps, and writes
 `benchmarks/learning/{<objective>.json,learning.md,learning.json,learning.png}`. Rerunning skips
 finished objectives and resumes an interrupted one from its checkpoints
-(`teams_tf/benchmarking/learning.py`). Run it on an otherwise idle machine.
+(`teams_tf/benchmarking/learning.py`). `--seed` repeats runs with another pretraining seed, into
+their own run directories; give them their own --out_dir. Run it on an otherwise idle machine.
 """
 
 import os
@@ -38,6 +40,9 @@ _BERT_STEPS = flags.DEFINE_integer(
     'Training budget of every run, in FLOPs of this many BERT-mini steps.')
 _INTERVAL = flags.DEFINE_integer('validation_interval', learning.VALIDATION_INTERVAL,
                                  'Steps between evaluations.')
+_SEED = flags.DEFINE_integer(
+    'seed', None, 'Pretraining seed of every run (teams_tf.train --seed: weight initialization '
+    'and sampling); unset, runs are unseeded, as the committed ones are.')
 
 
 def main(argv):
@@ -51,7 +56,7 @@ def main(argv):
   try:
     setup, flops, preamble = learning.default_setup(
         _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
-        _INTERVAL.value)
+        _INTERVAL.value, _SEED.value)
   except ValueError as e:
     sys.exit(f'error: {e}')
   for objective in _OBJECTIVES.value:

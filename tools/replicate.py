@@ -2,6 +2,7 @@
 
   python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
   python tools/replicate.py --bert_steps=18000 --learning_dir=L --out_dir=R  # another budget
+  python tools/replicate.py --encoders=electra --pretraining_seed=2 --learning_dir=L --out_dir=R
 
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
 fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
@@ -44,6 +45,19 @@ _SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds at the chosen learning rate.')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
 _LEARNING_DIR = flags.DEFINE_string('learning_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
                                     "Pretraining results (benchmark_learning.py's --out_dir).")
+_PRETRAINING_SEED = flags.DEFINE_integer(
+    'pretraining_seed', None, "The pretraining runs' seed (benchmark_learning.py's --seed).")
+
+
+def _command():
+  """This report's command line: the flags that decide what it holds."""
+  line = f'python tools/replicate.py --bert_steps={_BERT_STEPS.value} --seeds={_SEEDS.value}'
+  if _PRETRAINING_SEED.value is not None:
+    line += f' --pretraining_seed={_PRETRAINING_SEED.value}'
+  for flag in (_LEARNING_DIR, _OUT_DIR):
+    if os.path.abspath(flag.value) != os.path.abspath(flag.default):
+      line += f' --{flag.name}={os.path.relpath(flag.value, _ROOT)}'
+  return line
 
 
 def _fine_tune(fields):
@@ -62,13 +76,13 @@ def main(_):
     sys.exit(f'error: --seeds: {e}')
   report = functools.partial(
       replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR.value, protocol,
-      exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value)
+      exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value, _command())
   if not _REPORT_ONLY.value:
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:
-      setup, flops, _ = learning.default_setup(_CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value,
-                                               learning.VOCAB_SIZE, _BERT_STEPS.value,
-                                               learning.VALIDATION_INTERVAL)
+      setup, flops, _ = learning.default_setup(
+          _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,
+          _BERT_STEPS.value, learning.VALIDATION_INTERVAL, _PRETRAINING_SEED.value)
       runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
                                  _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
     except ValueError as e:

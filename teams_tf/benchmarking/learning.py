@@ -88,8 +88,13 @@ class Setup:
     max_train_flops: the training-FLOP budget of every run.
     validation_interval: steps between evaluations.
     validation_steps: batches per evaluation.
-    work_dir: run directories (checkpoints, summaries) go to `<work_dir>/<objective>_<budget>`.
+    work_dir: run directories (checkpoints, summaries) go to `<work_dir>/<objective>_<budget>`
+      (`run_dir`).
     out_dir: result files and the report.
+    seed: `teams_tf.train --seed` of every run, which seeds weight initialization and the
+      objectives' sampling; None (the default, and the first runs') leaves them unseeded. The
+      pretraining seed is what tells a recipe's effect from one run's luck; runs of another seed
+      go to their own directories, and their results need their own `out_dir`.
   """
   train_input: str
   validation_input: str
@@ -101,6 +106,15 @@ class Setup:
   validation_steps: int
   work_dir: str
   out_dir: str
+  seed: Optional[int] = None
+
+
+def _comparable(setup: dict) -> dict:
+  """A written setup with the defaults of fields added since, and without `out_dir`: where a
+  result file sits says nothing about its run (a copy in another clone is reused)."""
+  defaults = {field.name: field.default for field in dataclasses.fields(Setup)
+              if field.default is not dataclasses.MISSING}
+  return {**defaults, **setup, 'out_dir': None}
 
 
 def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
@@ -188,8 +202,8 @@ def step_flops(vocab_size: int) -> dict[str, float]:
 
 
 def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
-                  bert_steps: int,
-                  validation_interval: int) -> tuple[Setup, dict[str, float], str]:
+                  bert_steps: int, validation_interval: int,
+                  seed: Optional[int] = None) -> tuple[Setup, dict[str, float], str]:
   """The benchmark's runs on the corpus: data built (`prepare_data`), budget, report preamble.
 
   Every objective trains on the same records with the same budget, the FLOPs of `bert_steps`
@@ -201,6 +215,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
     out_dir: result files and the report.
     bert_steps: the budget in BERT-mini steps.
     validation_interval: steps between evaluations.
+    seed: the runs' seed (`Setup.seed`).
 
   Returns:
     (Setup, objective -> training FLOPs of one step, the report's preamble).
@@ -219,7 +234,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
       train_input=train, validation_input=valid, input_format='tfrecord', vocab_file=vocab,
       vocab_size=vocab_size, max_train_flops=float(bert_steps * flops['bert']),
       validation_interval=validation_interval, validation_steps=recipe.trainer.validation_steps,
-      work_dir=work_dir, out_dir=out_dir)
+      work_dir=work_dir, out_dir=out_dir, seed=seed)
   return setup, flops, preamble(setup, recipe, bert_steps)
 
 
@@ -232,11 +247,13 @@ def preamble(setup: Setup, recipe, bert_steps: int) -> str:
     bert_steps: the budget in BERT-mini steps (`tools/benchmark_learning.py --bert_steps`).
   """
   validation_data = recipe.task.validation_data
+  seed_flag, seeds = ('', '') if setup.seed is None else (
+      f' --seed={setup.seed}', f', seeded with {setup.seed} (`teams_tf.train --seed`)')
   return '\n'.join([
       '# Learning benchmark: mini objectives at equal training FLOPs', '',
-      f'`python tools/benchmark_learning.py --bert_steps={bert_steps}`: every '
+      f'`python tools/benchmark_learning.py --bert_steps={bert_steps}{seed_flag}`: every '
       f'`<objective>_mini` (registry/experiments.py) trained to {setup.max_train_flops:.3g} '
-      f'FLOPs ({bert_steps:,} BERT-mini steps) on wiki_00-48 of the shared Wikipedia '
+      f'FLOPs ({bert_steps:,} BERT-mini steps){seeds} on wiki_00-48 of the shared Wikipedia '
       f'extract, held-out evaluation on wiki_49 '
       f'({validation_data.mask_rate:.0%} masking, {setup.validation_steps} batches '
       f'of {validation_data.global_batch_size} x {recipe.task.train_data.seq_length} tokens) '
@@ -262,16 +279,28 @@ def overrides(setup: Setup) -> str:
   return ','.join(f'{key}={value}' for key, value in fields.items())
 
 
+def budget_dir(work_dir: str, name: str, max_train_flops: float) -> str:
+  """`<work_dir>/<name>_<budget>flops`: named by the pretraining budget, because every run and
+  sweep resumes what it finds in its directory and another budget must not resume it."""
+  return os.path.join(work_dir, f'{name}_{max_train_flops:.4g}flops')
+
+
+def seeded(name: str, seed: Optional[int]) -> str:
+  """`name`, or `<name>_seed<seed>` for a seeded run: the name of its directories."""
+  return name if seed is None else f'{name}_seed{seed}'
+
+
 def run_dir(setup: Setup, objective: str) -> str:
-  """The run's model_dir, named by its budget so that another budget never resumes it."""
-  return os.path.join(setup.work_dir, f'{objective}_{setup.max_train_flops:.4g}flops')
+  """The run's model_dir (`budget_dir` of the run, `seeded`)."""
+  return budget_dir(setup.work_dir, seeded(objective, setup.seed), setup.max_train_flops)
 
 
 def train_command(objective: str, setup: Setup) -> list[str]:
   """The `teams_tf.train` command line of one run (an objective or a variant: `mini_runs`)."""
   return [sys.executable, '-m', 'teams_tf.train', f'--experiment={mini_runs()[objective]}',
           '--mode=train_and_eval', f'--model_dir={run_dir(setup, objective)}',
-          f'--params_override={overrides(setup)}']
+          f'--params_override={overrides(setup)}'] + (
+              [] if setup.seed is None else [f'--seed={setup.seed}'])
 
 
 def curve(model_dir: str, flops_per_step: float) -> list[dict]:
@@ -351,10 +380,8 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   if os.path.exists(path):
     with open(path) as f:
       result = json.load(f)
-    # Where the result file sits says nothing about the run (a copy in another clone is reused).
-    written, wanted = (dict(values, out_dir=None)
-                       for values in (result.get('setup') or {}, dataclasses.asdict(setup)))
-    if written != wanted:
+    written = result.get('setup') or {}
+    if _comparable(written) != _comparable(dataclasses.asdict(setup)):
       raise ValueError(f'{path} was written for other settings ({result.get("setup")}); move it '
                        'away or choose another --out_dir to rerun.')
     log(f'{objective}: done ({path}); skipping')

@@ -214,10 +214,12 @@ class Replication:
   Attributes:
     protocol: the fine-tuning protocol.
     out_dir: committed unit results and the report.
-    work_dir: the sweeps' run directories go to `<work_dir>/replication_<budget>flops`.
+    work_dir: the sweeps' run directories go to `<work_dir>/replication[_seed<N>]_<budget>flops`
+      (`learning.budget_dir`, `learning.seeded`).
     data_dir: the converted GLUE tasks (`prepare_glue`).
     run_dirs: objective -> its pretraining run directory (`pretrain`).
     max_train_flops: the pretraining budget, recorded in every pretrained unit's result.
+    pretraining_seed: the pretraining runs' seed (`learning.Setup.seed`), recorded likewise.
   """
   protocol: FineTuneProtocol
   out_dir: str
@@ -225,6 +227,7 @@ class Replication:
   data_dir: str
   run_dirs: dict[str, str]
   max_train_flops: float
+  pretraining_seed: Optional[int] = None
 
 
 def sweep_settings(replication: Replication, unit: Unit) -> dict:
@@ -235,9 +238,11 @@ def sweep_settings(replication: Replication, unit: Unit) -> dict:
       tasks=(unit.task,), seeds=f'{unit.seed},', size=protocol.size,
       data_dir=replication.data_dir,
       init_checkpoint=replication.run_dirs[unit.encoder] if pretrained else '',
-      output_dir=os.path.join(replication.work_dir,
-                              f'replication_{replication.max_train_flops:.4g}flops', unit.encoder,
-                              unit.task, f'lr_{format_rate(unit.learning_rate)}'),
+      output_dir=os.path.join(
+          learning.budget_dir(replication.work_dir,
+                              learning.seeded('replication', replication.pretraining_seed),
+                              replication.max_train_flops),
+          unit.encoder, unit.task, f'lr_{format_rate(unit.learning_rate)}'),
       epochs=protocol.epochs, params_override=f'{LEARNING_RATE_FIELD}={unit.learning_rate}',
       encoder_from=None if pretrained else replication.run_dirs[SHAPE_FROM])
 
@@ -245,17 +250,23 @@ def sweep_settings(replication: Replication, unit: Unit) -> dict:
 def unit_settings(replication: Replication, unit: Unit) -> dict:
   """What a committed result must have been run with to be reused."""
   protocol = replication.protocol
+  pretrained = unit.encoder != RANDOM
   return dict(size=protocol.size, epochs=protocol.epochs, max_seq_length=protocol.max_seq_length,
               lower_case=protocol.lower_case, subset_seed=protocol.subset_seed,
               max_train_examples=dict(protocol.max_train_examples).get(unit.task),
-              pretraining_flops=None if unit.encoder == RANDOM else replication.max_train_flops)
+              pretraining_flops=replication.max_train_flops if pretrained else None,
+              pretraining_seed=replication.pretraining_seed if pretrained else None)
 
 
 def check_committed(replication: Replication, encoders) -> None:
-  """Raises ValueError when a committed result of `encoders` was run with other settings."""
+  """Raises ValueError when a committed result of `encoders` was run with other settings.
+
+  A result written before a setting existed has that setting's default (no pretraining seed).
+  """
   for unit in plan(replication.protocol, replication.out_dir, encoders):
     result = read_unit(replication.out_dir, unit)
-    if result is not None and result.get('settings') != unit_settings(replication, unit):
+    settings = result and {'pretraining_seed': None, **(result.get('settings') or {})}
+    if result is not None and settings != unit_settings(replication, unit):
       raise ValueError(f'{unit_path(replication.out_dir, unit)} was run with other settings '
                        f'({result.get("settings")}); move it away or choose another --out_dir.')
 
@@ -280,7 +291,7 @@ def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: 
   data_dir = glue_data_dir(work_dir, setup.vocab_size)
   prepare_glue(protocol, glue_dir, setup.vocab_file, data_dir, convert, log=log)
   replication = Replication(protocol, out_dir, work_dir, data_dir, run_dirs,
-                            setup.max_train_flops)
+                            setup.max_train_flops, setup.seed)
   check_committed(replication, encoders)
   return replication
 

@@ -174,19 +174,25 @@ def at_grid_top(protocol, summary: dict) -> list[tuple[str, str]]:
           for task, task_entry in entry['tasks'].items() if task_entry['learning_rate'] == top]
 
 
-def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_report: str) -> str:
+def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_report: str,
+             command: str) -> str:
   """The report's title and how its runs were made.
 
   Args:
     protocol: the fine-tuning protocol.
     recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
     bert_steps: the pretraining budget in BERT-mini steps.
-    pretraining: the learning benchmark's results (`learning.load_results`), which hold the budget.
+    pretraining: the learning benchmark's results (`learning.load_results`), which hold the
+      budget and the pretraining seed.
     learning_report: the learning benchmark's report, relative to the replication's.
+    command: the `tools/replicate.py` command line that writes the report.
   """
   budgets = {result['setup']['max_train_flops'] for result in pretraining.values()}
   budget = (f'{budgets.pop():.3g} training FLOPs, the cost of ' if len(budgets) == 1
             else 'the training FLOPs of ') + f'{bert_steps:,} BERT-mini steps'
+  seeds = {result['setup'].get('seed') for result in pretraining.values()} - {None}
+  if seeds:
+    budget += f', pretraining seed {", ".join(str(seed) for seed in sorted(seeds))}'
   encoder, data = recipe.task.model.encoder, recipe.task.train_data
   subsets = ', '.join(f'{replication.GLUE_TASKS[task][0]} train a random subset of {n:,} '
                       f'examples (seed {protocol.subset_seed})'
@@ -197,7 +203,7 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
   return '\n'.join([
       '# Mini replication: TEAMS, ELECTRA, BERT, COCO-LM, TACO, SCRIPT on GLUE at equal '
       'pretraining FLOPs', '',
-      f'`python tools/replicate.py --bert_steps={bert_steps} --seeds={protocol.seeds}`: every '
+      f'`{command}`: every '
       f'`<objective>_mini` pretrained by the learning benchmark ({learning_report}) to '
       f'{budget}; its kept encoder, and a random-init encoder '
       f'of the same shape, fine-tuned with `glue_<task>_{protocol.size}` (batch 32, 10% warm-up '
@@ -295,16 +301,18 @@ def plot_glue(protocol, summary: dict, path: str) -> None:
   pyplot.close(figure)
 
 
-def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: int) -> str:
+def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: int,
+                 command: str) -> str:
   """Writes replication.{md,json}, pretraining.png and glue.png to `out_dir`; returns the table.
 
-  Reads the committed unit results in `out_dir` and the learning results in `learning_dir`.
+  Reads the committed unit results in `out_dir` and the learning results in `learning_dir`;
+  `command` is the tools/replicate.py command line the report names.
   """
   os.makedirs(out_dir, exist_ok=True)
   pretraining = learning.load_results(learning_dir)
   summary = summarize(protocol, out_dir)
   head = preamble(protocol, recipe, bert_steps, pretraining,
-                  os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir))
+                  os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir), command)
   atomic_files.write_text(os.path.join(out_dir, 'replication.md'),
                           markdown(protocol, summary, pretraining, head))
   failing, _ = not_beating_random(summary)

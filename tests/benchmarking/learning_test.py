@@ -76,6 +76,13 @@ class LearningTest(tf.test.TestCase):
     other = dataclasses.replace(setup, max_train_flops=2e12)
     with self.assertRaisesRegex(ValueError, 'other settings'):
       learning.run_objective('teams', other, 3e9, log=lambda _: None)
+    # So is another seed's; a file written before seeds existed is an unseeded run.
+    with self.assertRaisesRegex(ValueError, 'other settings'):
+      learning.run_objective('teams', dataclasses.replace(setup, seed=2), 3e9, log=print)
+    del result['setup']['seed']
+    with open(learning.result_path(setup, 'teams'), 'w') as f:
+      json.dump(result, f)
+    self.assertEqual(result, learning.run_objective('teams', setup, 3e9, log=lambda _: None))
     results = learning.write_report(setup, '# title')
     self.assertEqual(['teams'], list(results))
     with open(os.path.join(setup.out_dir, 'learning.md')) as f:
@@ -95,6 +102,17 @@ class LearningTest(tf.test.TestCase):
     for field in ('trainer.max_train_flops=1000000000000.0', 'task.model.encoder.vocab_size=100',
                   'task.train_data.input_format=tfrecord'):
       self.assertIn(field, override)
+    self.assertEqual(f'--model_dir={setup.work_dir}/electra_1e+12flops', command[5])
+    self.assertFalse([arg for arg in command if arg.startswith('--seed')])
+
+  def test_a_seeded_run_has_its_own_directory_and_seeds_teams_tf_train(self):
+    setup = dataclasses.replace(_setup(self.get_temp_dir()), seed=2)
+    command = learning.train_command('electra_rtd10', setup)
+    self.assertEqual(f'--model_dir={setup.work_dir}/electra_rtd10_seed2_1e+12flops', command[5])
+    self.assertEqual('--seed=2', command[-1])
+    text = learning.preamble(setup, exp_factory.get_exp_config('bert_mini'), 3000)
+    self.assertIn('`python tools/benchmark_learning.py --bert_steps=3000 --seed=2`', text)
+    self.assertIn('(3,000 BERT-mini steps), seeded with 2 (`teams_tf.train --seed`) on', text)
 
   def test_prepare_data_names_missing_corpus_files(self):
     corpus_dir = self.get_temp_dir()

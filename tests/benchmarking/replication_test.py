@@ -162,6 +162,28 @@ class ReplicationTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, 'sst2_lr1e-4_seed1.json was run with other settings'):
       replication.check_committed(dataclasses.replace(
           self.runs, protocol=dataclasses.replace(self.protocol, epochs=5)), ['teams'])
+    # Fine-tuning another pretraining seed's encoder is another unit.
+    with self.assertRaisesRegex(ValueError, 'was run with other settings'):
+      replication.check_committed(dataclasses.replace(self.runs, pretraining_seed=2), ['teams'])
+    # A result committed before pretraining seeds existed is an unseeded run's.
+    path = replication.unit_path(self.out_dir, replication.Unit('teams', 'sst2', 1e-4, 1))
+    with open(path) as f:
+      result = json.load(f)
+    del result['settings']['pretraining_seed']
+    with open(path, 'w') as f:
+      json.dump(result, f)
+    replication.check_committed(self.runs, ['teams'])
+
+  def test_another_pretraining_seed_sweeps_in_its_own_directory(self):
+    fake = FakeSweep()
+    self.runs = dataclasses.replace(self.runs, pretraining_seed=2)
+    self._run(['teams'], fake)
+    self.assertEqual(
+        os.path.join(self.work_dir, 'replication_seed2_9e+13flops', 'teams', 'sst2', 'lr_1e-4'),
+        fake.calls[0]['output_dir'])
+    committed = replication.read_unit(self.out_dir, replication.Unit('teams', 'sst2', 1e-4, 1))
+    self.assertEqual((9e13, 2), (committed['settings']['pretraining_flops'],
+                                 committed['settings']['pretraining_seed']))
 
   def test_an_encoder_without_a_checkpoint_waits(self):
     os.remove(os.path.join(self.run_dirs['bert'], 'checkpoint'))
@@ -252,11 +274,12 @@ class ReplicationTest(tf.test.TestCase):
     curve = [dict(step=s, flops=s * 3e10, train_seconds=s * 0.8, mlm_accuracy=s / 1e4)
              for s in (1000, 3000)]
     with open(os.path.join(learning_dir, 'bert.json'), 'w') as f:
-      json.dump(dict(curve=curve, setup=dict(max_train_flops=9e13)), f)
+      json.dump(dict(curve=curve, setup=dict(max_train_flops=9e13, seed=2)), f)
     _commit_seeds(self.out_dir, 'random', [0.50, 0.52, 0.54])
     _commit_seeds(self.out_dir, 'bert', [0.61, 0.62, 0.63])
+    command = 'python tools/replicate.py --bert_steps=3000 --seeds=3 --pretraining_seed=2'
     table = replication_report.write_report(self.out_dir, learning_dir, self.protocol,
-                                            exp_factory.get_exp_config('bert_mini'), 3000)
+                                            exp_factory.get_exp_config('bert_mini'), 3000, command)
     self.assertIn('| BERT | 62.0 (61.0–63.0) | 1e-4 |', table)
     self.assertIn('| yes / yes / yes | 9e+13 | 3,000 | 40.0 |', table)
     # Every row, the separator included, has the header's columns.
@@ -264,7 +287,9 @@ class ReplicationTest(tf.test.TestCase):
     with open(os.path.join(self.out_dir, 'replication.md')) as f:
       text = f.read()
     self.assertIn(table, text)
-    self.assertIn('to 9e+13 training FLOPs, the cost of 3,000 BERT-mini steps', text)
+    self.assertIn(f'`{command}`: every `<objective>_mini`', text)
+    self.assertIn('to 9e+13 training FLOPs, the cost of 3,000 BERT-mini steps, pretraining seed 2;',
+                  text)
     self.assertIn('40% masking', text)
     # The link to the learning report resolves from the report's own directory.
     link = re.search(r'pretrained by the learning benchmark \(([^)]+)\)', text).group(1)
