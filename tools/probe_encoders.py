@@ -1,13 +1,14 @@
 """Linear probes of the replication's encoders on one GLUE task, layer by layer, frozen.
 
   python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
+  python tools/probe_encoders.py --task=stsb --pooling=pair  # sentence similarity
 
 Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
 GLUE records of `tools/replicate.py` (run it first), and writes
-`benchmarks/replication/probes_<task>[_cls].{md,json}`: per encoder, the dev accuracy of a
-logistic regression on its mean-pooled word embeddings and on each layer's output (mean-pooled,
-or at [CLS]; `teams_tf/benchmarking/probing.py`). The random-init encoder has BERT-mini's shape,
-seed 0.
+`benchmarks/replication/probes_<task>[_<pooling>].{md,json}`: per encoder, the dev accuracy of a
+logistic regression (STS-B: the Spearman correlation of a ridge regression) on its pooled word
+embeddings and on each layer's output (`teams_tf/benchmarking/probing.py`). The random-init
+encoder has BERT-mini's shape, seed 0.
 """
 
 import os
@@ -32,11 +33,12 @@ _LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
 _ENCODERS = flags.DEFINE_list('encoders', ['bert', 'electra', 'teams', 'random'], 'Encoders.')
 flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
                          f'use some of {",".join(replication.ENCODERS)}.')
-_TASK = flags.DEFINE_enum('task', 'sst2', ['sst2', 'cola'], 'A classification task.')
+_TASK = flags.DEFINE_enum('task', 'sst2', list(replication.GLUE_TASKS), 'A GLUE task.')
 _POOLING = flags.DEFINE_enum('pooling', 'mean', probing.POOLINGS,
-                             "Layers' outputs averaged over the tokens, or at [CLS].")
+                             "Layers' outputs averaged over the tokens, at [CLS], or per "
+                             'sentence of a pair (STS-B).')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
-                               'Where probes_<task>[_cls].{md,json} go.')
+                               'Where probes_<task>[_<pooling>].{md,json} go.')
 
 
 def main(argv):
@@ -52,25 +54,27 @@ def main(argv):
     setup = learning.Setup(**results[sources[_ENCODERS.value[0]]]['setup'])
     task_dir = os.path.join(replication.glue_data_dir(setup.work_dir, setup.vocab_size),
                             _TASK.value)
+    regression = _TASK.value in probing.REGRESSION_TASKS
     train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
-                                       replication.FineTuneProtocol().max_seq_length)
+                                       replication.FineTuneProtocol().max_seq_length,
+                                       label_type='float' if regression else 'int')
                   for split in ('train', 'dev'))
-    accuracies = {}
+    scores = {}
     for name, source in sources.items():
       run_dir = learning.run_dir(learning.Setup(**results[source]['setup']), source)
       encoder, config, _, _ = loaders.restore_pretrained_encoder(run_dir)
       if name == replication.RANDOM:
         tf_keras.utils.set_random_seed(0)
         encoder = encoder_configs.build_encoder(config)
-      row = accuracies[replication.ENCODER_NAMES[name]] = probing.probe(encoder, train, dev,
-                                                                        _POOLING.value)
+      row = scores[replication.ENCODER_NAMES[name]] = probing.probe(
+          encoder, train, dev, _POOLING.value, regression)
       print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')
-  name = f'probes_{_TASK.value}{"_cls" * (_POOLING.value == "cls")}'
   pretrain_report.write_results(
-      _OUT_DIR.value, name, probing.markdown(accuracies, _TASK.value, _POOLING.value, task_dir),
-      dict(accuracies=accuracies, pooling=_POOLING.value))
+      _OUT_DIR.value, probing.result_name(_TASK.value, _POOLING.value),
+      probing.markdown(scores, _TASK.value, _POOLING.value, task_dir),
+      dict(scores=scores, pooling=_POOLING.value))
 
 
 if __name__ == '__main__':

@@ -2,16 +2,23 @@
 
 A diagnosis for encoders that fine-tune poorly (`replication`): the word embeddings (a bag of
 words: the embedding table's rows, without positions) and each Transformer layer's output are
-mean-pooled over the real tokens of every GLUE example, and a logistic regression (scikit-learn,
-features standardized on the train set) learns the label from them on the train records and is
-scored on dev. Nothing in the encoder trains, so a probe tells what pretraining put into the
-features apart from how easily fine-tuning moves them. A pre-LN layer's output is its residual
-stream (the last one after the encoder's final LayerNorm); standardizing the features makes the
-probes indifferent to scale. With `pooling='cls'` the layers are read at [CLS] alone, the position
-Model Garden's sentence classifiers pool, which no pretraining loss here asks anything of.
+mean-pooled over the real tokens of every GLUE example, and a linear model (scikit-learn, features
+standardized on the train set) learns the label from them on the train records and is scored on
+dev: a logistic regression scored by accuracy for a class, a ridge regression scored by Spearman
+correlation for STS-B's similarity score. Nothing in the encoder trains, so a probe tells what
+pretraining put into the features apart from how easily fine-tuning moves them. A pre-LN layer's
+output is its residual stream (the last one after the encoder's final LayerNorm); standardizing
+the features makes the probes indifferent to scale.
+
+Poolings: 'mean' averages each layer over the real tokens. 'cls' reads the layers at [CLS] alone,
+the position Model Garden's sentence classifiers pool, which no pretraining loss here asks
+anything of. 'pair', for sentence pairs, averages each sentence's tokens (segment 0, [CLS] and
+its [SEP] included, and segment 1) into u and v and probes [|u - v|, u * v], SentEval's features
+for similarity: a linear model cannot compare two sentences from one average of both.
 """
 
 import numpy as np
+from scipy import stats
 from sklearn import linear_model
 from sklearn import preprocessing
 import tensorflow as tf
@@ -20,14 +27,17 @@ from official.nlp.data import data_loader_factory
 from official.nlp.data import sentence_prediction_dataloader
 
 _ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
-POOLINGS = ('mean', 'cls')
+POOLINGS = ('mean', 'cls', 'pair')
+# Tasks whose label is a score: probed by a ridge regression, scored by Spearman correlation.
+REGRESSION_TASKS = ('stsb',)
 
 
-def glue_records(path: str, seq_length: int, batch_size: int = 256) -> tf.data.Dataset:
-  """Every example of a classification task's GLUE records, in order, in batches.
+def glue_records(path: str, seq_length: int, batch_size: int = 256,
+                 label_type: str = 'int') -> tf.data.Dataset:
+  """Every example of a GLUE task's records, in order, in batches.
 
   Read with Model Garden's sentence-prediction loader, as fine-tuning reads them: dicts of the
-  encoder inputs [B, T] and `label_ids` [B].
+  encoder inputs [B, T] and `label_ids` [B], class ids ('int') or scores ('float', STS-B).
 
   Raises:
     ValueError: `path` does not exist.
@@ -36,7 +46,7 @@ def glue_records(path: str, seq_length: int, batch_size: int = 256) -> tf.data.D
     raise ValueError(f'{path} does not exist: convert the task with tools/create_glue_data.py.')
   config = sentence_prediction_dataloader.SentencePredictionDataConfig(
       input_path=path, seq_length=seq_length, global_batch_size=batch_size, is_training=False,
-      drop_remainder=False)
+      drop_remainder=False, label_type=label_type)
   return data_loader_factory.get_data_loader(config).load()
 
 
@@ -48,14 +58,15 @@ def layer_features(encoder, dataset: tf.data.Dataset,
     encoder: a Model Garden encoder with `get_embedding_table` and dict outputs with
       `encoder_outputs`.
     dataset: `glue_records`' batches.
-    pooling: the layers' outputs averaged over the real tokens ('mean') or taken at [CLS]
-      ('cls'); the word embeddings are always averaged (at [CLS] they would be one constant).
+    pooling: one of POOLINGS (see the module docstring); with 'cls' the word embeddings are
+      still averaged (at [CLS] they would be one constant).
 
   Returns:
-    ([embeddings, layer 1, ..., layer L], each [N, H]), labels [N].
+    ([embeddings, layer 1, ..., layer L], each [N, H], or [N, 2H] with 'pair'), labels [N].
 
   Raises:
-    ValueError: `pooling` is not one of POOLINGS.
+    ValueError: `pooling` is not one of POOLINGS, or is 'pair' and an example has no second
+      sentence.
   """
   if pooling not in POOLINGS:
     raise ValueError(f'pooling={pooling!r} must be one of {POOLINGS}.')
@@ -66,50 +77,85 @@ def layer_features(encoder, dataset: tf.data.Dataset,
     words = tf.gather(table, inputs['input_word_ids'])  # [B, T, E]
     layers = encoder(inputs, training=False)['encoder_outputs']  # L x [B, T, H]
     mask = tf.cast(inputs['input_mask'], tf.float32)[..., None]  # [B, T, 1]
+    second = tf.cast(inputs['input_type_ids'], tf.float32)[..., None] * mask  # [B, T, 1]
+    if pooling == 'pair' and not tf.reduce_all(tf.reduce_sum(second, axis=1) > 0):
+      raise ValueError("pooling='pair' needs sentence pairs (input_type_ids 1 on the second "
+                       'sentence) in every example; use it with STS-B, not a single-sentence '
+                       'task.')
 
-    def mean(states):
-      return (tf.reduce_sum(states * mask, axis=1) / tf.reduce_sum(mask, axis=1)).numpy()
+    def mean(states, weights=mask):
+      return tf.reduce_sum(states * weights, axis=1) / tf.reduce_sum(weights, axis=1)
 
-    pooled.append([mean(words)] + [mean(states) if pooling == 'mean' else states[:, 0].numpy()
-                                   for states in layers])
+    def pool(states, layer_pooling):
+      if layer_pooling == 'pair':
+        u, v = mean(states, mask - second), mean(states, second)  # [B, H] each
+        return tf.concat([tf.abs(u - v), u * v], axis=-1).numpy()
+      return (states[:, 0] if layer_pooling == 'cls' else mean(states)).numpy()
+
+    pooled.append([pool(words, 'mean' if pooling == 'cls' else pooling)] +
+                  [pool(states, pooling) for states in layers])
     labels.append(batch['label_ids'].numpy())
   return [np.concatenate(layer) for layer in zip(*pooled)], np.concatenate(labels)
 
 
-def probe_accuracy(train_features: np.ndarray, train_labels: np.ndarray,
-                   dev_features: np.ndarray, dev_labels: np.ndarray) -> float:
-  """Dev accuracy of a logistic regression learned on standardized train features [N, H]."""
+def probe_score(train_features: np.ndarray, train_labels: np.ndarray,
+                dev_features: np.ndarray, dev_labels: np.ndarray,
+                regression: bool = False) -> float:
+  """Dev score of a linear model learned on standardized train features [N, H].
+
+  A logistic regression scored by accuracy, or with `regression` a ridge regression (its
+  penalty chosen by leave-one-out on train) scored by Spearman correlation, 0 when the dev
+  predictions are constant.
+  """
   scaler = preprocessing.StandardScaler().fit(train_features)
-  classifier = linear_model.LogisticRegression(max_iter=2000).fit(
-      scaler.transform(train_features), train_labels)
-  return float(classifier.score(scaler.transform(dev_features), dev_labels))
+  train_x, dev_x = scaler.transform(train_features), scaler.transform(dev_features)
+  if not regression:
+    classifier = linear_model.LogisticRegression(max_iter=2000).fit(train_x, train_labels)
+    return float(classifier.score(dev_x, dev_labels))
+  regressor = linear_model.RidgeCV(alphas=np.logspace(-2, 5, 15)).fit(train_x, train_labels)
+  predictions = regressor.predict(dev_x)
+  if np.ptp(predictions) == 0:
+    return 0.0  # Spearman's correlation is undefined; the sweeps count it as 0 too.
+  return float(stats.spearmanr(predictions, dev_labels)[0])
 
 
-def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset,
-          pooling: str = 'mean') -> list[float]:
-  """Dev accuracy of a probe on the embeddings and on each layer of `encoder`, bottom first.
+def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset, pooling: str = 'mean',
+          regression: bool = False) -> list[float]:
+  """Dev score (`probe_score`) of a probe on the embeddings and each layer, bottom first.
 
   Raises:
-    ValueError: `pooling` is not one of POOLINGS (`layer_features`).
+    ValueError: a bad `pooling` for the records (`layer_features`).
   """
   train_layers, train_labels = layer_features(encoder, train, pooling)
   dev_layers, dev_labels = layer_features(encoder, dev, pooling)
-  return [probe_accuracy(train_x, train_labels, dev_x, dev_labels)
+  return [probe_score(train_x, train_labels, dev_x, dev_labels, regression)
           for train_x, dev_x in zip(train_layers, dev_layers)]
 
 
-def markdown(accuracies: dict[str, list[float]], task: str, pooling: str, data_dir: str) -> str:
+_POOLED = {'mean': 'mean-pooled', 'cls': 'at [CLS]',
+           'pair': 'as [|u - v|, u * v] of its two sentences\' mean-pooled tokens u and v'}
+
+
+def result_name(task: str, pooling: str) -> str:
+  """'probes_<task>', with '_<pooling>' unless it is 'mean': the report's file name."""
+  return f'probes_{task}{"" if pooling == "mean" else "_" + pooling}'
+
+
+def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: str) -> str:
   """The report of `tools/probe_encoders.py`: one row per encoder, one column per layer (x 100)."""
-  cls = pooling == 'cls'
-  preamble = (f'`python tools/probe_encoders.py --task={task}{" --pooling=cls" * cls}`: dev '
-              'accuracy x 100 of a logistic regression on frozen features of each encoder of the '
-              'mini replication: mean-pooled word embeddings, and each layer '
-              f'{"at [CLS]" if cls else "mean-pooled"} ({data_dir}; '
-              '`teams_tf/benchmarking/probing.py`).')
-  depth = max(len(row) for row in accuracies.values())
-  lines = [f'# Linear probes on {task}{" ([CLS])" * cls}', '', preamble, '',
+  regression = task in REGRESSION_TASKS
+  flags = f'--task={task}' + ('' if pooling == 'mean' else f' --pooling={pooling}')
+  preamble = (f'`python tools/probe_encoders.py {flags}`: dev '
+              f'{"Spearman correlation" if regression else "accuracy"} x 100 of a '
+              f'{"ridge" if regression else "logistic"} regression on frozen features of each '
+              'encoder of the mini replication: its word embeddings and each layer\'s output, '
+              + ('mean-pooled and at [CLS] respectively' if pooling == 'cls' else _POOLED[pooling])
+              + f' ({data_dir}; `teams_tf/benchmarking/probing.py`).')
+  depth = max(len(row) for row in scores.values())
+  title = '' if pooling == 'mean' else f' ({"[CLS]" if pooling == "cls" else "sentence pairs"})'
+  lines = [f'# Linear probes on {task}{title}', '', preamble, '',
            '| encoder | embeddings | ' + ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |',
            '|---|' + '---:|' * depth]
-  for name, row in accuracies.items():
+  for name, row in scores.items():
     lines.append(f'| {name} | ' + ' | '.join(f'{100 * value:.1f}' for value in row) + ' |')
   return '\n'.join(lines) + '\n'

@@ -10,16 +10,24 @@ from official.nlp.configs import encoders
 from teams_tf.benchmarking import probing
 from tests import testing_utils
 
-_T = 8
+_T = 9
 
 
-def _write_records(path, input_ids, labels):
-  """Model Garden classifier records, as tools/create_glue_data.py writes them."""
+def _write_records(path, input_ids, labels, segment_ids=None):
+  """Model Garden classifier records, as tools/create_glue_data.py writes them.
+
+  Float labels are written as STS-B's scores are; `segment_ids` defaults to one sentence.
+  """
   with tf.io.TFRecordWriter(path) as writer:
-    for ids, label in zip(input_ids, labels):
-      values = dict(input_ids=ids, input_mask=[1] * _T, segment_ids=[0] * _T, label_ids=[label])
+    for i, (ids, label) in enumerate(zip(input_ids, labels)):
+      segments = [0] * _T if segment_ids is None else segment_ids[i]
       feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=value))
-                 for name, value in values.items()}
+                 for name, value in (('input_ids', ids), ('input_mask', [1] * _T),
+                                     ('segment_ids', segments))}
+      feature['label_ids'] = (
+          tf.train.Feature(float_list=tf.train.FloatList(value=[label]))
+          if isinstance(label, float) else
+          tf.train.Feature(int64_list=tf.train.Int64List(value=[label])))
       example = tf.train.Example(features=tf.train.Features(feature=feature))
       writer.write(example.SerializeToString())
 
@@ -32,6 +40,30 @@ def _token_presence(rng, n):
   return input_ids.tolist(), labels.tolist()
 
 
+def _paraphrases(rng, n):
+  """Sentence pairs [CLS] a [SEP] b [SEP], b a copy of a with 0-3 of its 3 words replaced.
+
+  The score, 3 minus the number replaced, is a similarity that only a comparison of the two
+  sentences recovers: each sentence alone is uniformly random.
+  """
+  words = rng.integers(10, 40, size=(n, 3))
+  replaced = rng.integers(0, 4, size=n)
+  copies = words.copy()
+  for i, k in enumerate(replaced):
+    # Drawn like a's words, so that a pair's bag of words does not tell how many were replaced.
+    copies[i, :k] = rng.integers(10, 40, size=k)
+  cls, sep = 2, 3
+  input_ids = [[cls, *a, sep, *b, sep] for a, b in zip(words.tolist(), copies.tolist())]
+  segment_ids = [[0] * 5 + [1] * 4] * n
+  return input_ids, [float(3 - k) for k in replaced], segment_ids
+
+
+def _tiny_encoder():
+  tf.keras.utils.set_random_seed(0)
+  return encoders.build_encoder(
+      encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()))
+
+
 class ProbingTest(tf.test.TestCase):
 
   def test_probes_find_a_token_in_the_embeddings_and_every_layer(self):
@@ -41,9 +73,7 @@ class ProbingTest(tf.test.TestCase):
       paths[split] = os.path.join(self.get_temp_dir(), f'{split}.tfrecord')
       input_ids, labels[split] = _token_presence(rng, n)
       _write_records(paths[split], input_ids, labels[split])
-    tf.keras.utils.set_random_seed(0)
-    encoder = encoders.build_encoder(
-        encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()))
+    encoder = _tiny_encoder()
     accuracies = probing.probe(encoder, probing.glue_records(paths['train'], _T, 64),
                                probing.glue_records(paths['dev'], _T, 64))
     self.assertLen(accuracies, 3)  # The word embeddings and 2 layers.
@@ -69,12 +99,76 @@ class ProbingTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "pooling='max' must be one of"):
       probing.probe(encoder, dev, dev, 'max')
 
+  def test_pair_pooling_compares_the_two_sentences_of_a_pair(self):
+    self.assertEqual(_T, 9)  # [CLS] + 3 words + [SEP], 3 words + [SEP].
+    rng = np.random.default_rng(2)
+    paths = {}
+    for split, n in (('train', 600), ('dev', 300)):
+      paths[split] = os.path.join(self.get_temp_dir(), f'{split}.tfrecord')
+      _write_records(paths[split], *_paraphrases(rng, n))
+    encoder = _tiny_encoder()
+
+    def records(split):
+      return probing.glue_records(paths[split], _T, 64, label_type='float')
+
+    # The embeddings row: each sentence's mean word embedding, then [|u - v|, u * v].
+    layers, scores = probing.layer_features(encoder, records('dev'), 'pair')
+    table = encoder.get_embedding_table().numpy()
+    first = next(iter(records('dev')))['input_word_ids'].numpy()
+    u, v = table[first[:, :5]].mean(axis=1), table[first[:, 5:]].mean(axis=1)
+    self.assertAllClose(np.concatenate([np.abs(u - v), u * v], axis=-1), layers[0][:64],
+                        atol=1e-5)
+    self.assertLen(layers, 3)
+    self.assertEqual(layers[1].shape, (300, 2 * 32))
+    self.assertDTypeEqual(scores, np.float32)
+    # The comparison finds the similarity in the word embeddings; one mean of both cannot.
+    pair = probing.probe(encoder, records('train'), records('dev'), 'pair', regression=True)
+    mean = probing.probe(encoder, records('train'), records('dev'), 'mean', regression=True)
+    self.assertGreater(pair[0], 0.8)
+    self.assertLess(mean[0], 0.3)
+    with self.assertRaisesRegex(ValueError, "pooling='pair' needs sentence pairs"):
+      probing.layer_features(encoder, probing.glue_records(self._single_sentences(), _T), 'pair')
+    markdown = probing.markdown({'tiny': pair}, 'stsb', 'pair', '/data/stsb')
+    self.assertStartsWith(markdown, '# Linear probes on stsb (sentence pairs)\n\n'
+                          '`python tools/probe_encoders.py --task=stsb --pooling=pair`: dev '
+                          'Spearman correlation x 100 of a ridge regression')
+    self.assertEqual(probing.result_name('stsb', 'pair'), 'probes_stsb_pair')
+    self.assertEqual(probing.result_name('sst2', 'mean'), 'probes_sst2')
+
+  def _single_sentences(self):
+    path = os.path.join(self.get_temp_dir(), 'single.tfrecord')
+    _write_records(path, *_token_presence(np.random.default_rng(3), 10))
+    return path
+
   def test_probe_of_features_unrelated_to_the_labels_is_near_chance(self):
     rng = np.random.default_rng(1)
     features, labels = rng.normal(size=(2000, 8)), rng.integers(0, 2, size=2000)
     self.assertAlmostEqual(
-        0.5, probing.probe_accuracy(features[:1000], labels[:1000], features[1000:],
-                                    labels[1000:]), delta=0.06)
+        0.5, probing.probe_score(features[:1000], labels[:1000], features[1000:],
+                                 labels[1000:]), delta=0.06)
+    scores = rng.normal(size=2000)
+    self.assertAlmostEqual(
+        0.0, probing.probe_score(features[:1000], scores[:1000], features[1000:],
+                                 scores[1000:], regression=True), delta=0.1)
+
+  def test_regression_probe_is_the_spearman_correlation_of_a_ridge_fit(self):
+    rng = np.random.default_rng(4)
+    features = rng.normal(size=(1000, 4))
+    scores = features @ np.array([1.0, -2.0, 0.0, 0.5]) + 0.1 * rng.normal(size=1000)
+    train, dev = slice(0, 600), slice(600, None)
+    value = probing.probe_score(features[train], scores[train], features[dev], scores[dev],
+                                regression=True)
+    # Least squares from NumPy, ranked by NumPy: the ridge penalty chosen cannot change the order
+    # much on so clean a fit.
+    mean, std = features[train].mean(0), features[train].std(0)
+    design = np.c_[(features[train] - mean) / std, np.ones(600)]
+    weights = np.linalg.lstsq(design, scores[train], rcond=None)[0]
+    predictions = np.c_[(features[dev] - mean) / std, np.ones(400)] @ weights
+    ranks = [np.argsort(np.argsort(x)) for x in (predictions, scores[dev])]
+    self.assertAlmostEqual(np.corrcoef(*ranks)[0, 1], value, places=3)
+    # Features that say nothing give constant predictions: no correlation, scored 0.
+    self.assertEqual(0.0, probing.probe_score(np.ones((600, 2)), scores[train],
+                                              np.ones((400, 2)), scores[dev], regression=True))
 
   def test_missing_records_name_the_tool_that_writes_them(self):
     with self.assertRaisesRegex(ValueError, 'nothere.tfrecord does not exist: convert the task '
