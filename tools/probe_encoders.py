@@ -2,6 +2,7 @@
 
   python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
   python tools/probe_encoders.py --task=stsb --pooling=pair  # sentence similarity
+  python tools/probe_encoders.py --encoders=electra --learning_dir=L --out_dir=O  # other runs
 
 Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
 GLUE records of `tools/replicate.py` (run it first), and writes
@@ -26,10 +27,9 @@ from teams_tf.benchmarking import pretrain_report
 from teams_tf.benchmarking import probing
 from teams_tf.benchmarking import replication
 from teams_tf.serving import loaders
+from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The learning benchmark's result files say where its runs are (their `setup`).
-_LEARNING_DIR = os.path.join(_ROOT, 'benchmarks', 'learning')
 _ENCODERS = flags.DEFINE_list('encoders', ['bert', 'electra', 'teams', 'random'], 'Encoders.')
 flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
                          f'use some of {",".join(replication.ENCODERS)}.')
@@ -39,16 +39,20 @@ _POOLING = flags.DEFINE_enum('pooling', 'mean', probing.POOLINGS,
                              'sentence of a pair (STS-B).')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
                                'Where probes_<task>[_<pooling>].{md,json} go.')
+# The learning benchmark's result files say where its runs are (their `setup`).
+_LEARNING_DIR = flags.DEFINE_string(
+    'learning_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
+    "Pretraining results (benchmark_learning.py's --out_dir), e.g. another budget's or seed's.")
 
 
 def main(argv):
   del argv
-  results = learning.load_results(_LEARNING_DIR)
+  results = learning.load_results(_LEARNING_DIR.value)
   sources = {name: replication.SHAPE_FROM if name == replication.RANDOM else name
              for name in _ENCODERS.value}
   missing = sorted({source for source in sources.values() if source not in results})
   if missing:
-    sys.exit(f'error: {_LEARNING_DIR} has no result for {", ".join(missing)}; run '
+    sys.exit(f'error: {_LEARNING_DIR.value} has no result for {", ".join(missing)}; run '
              f'tools/benchmark_learning.py --objectives={",".join(missing)} first.')
   try:
     setup = learning.Setup(**results[sources[_ENCODERS.value[0]]]['setup'])
@@ -73,7 +77,8 @@ def main(argv):
     sys.exit(f'error: {" ".join(str(e).split())}')
   pretrain_report.write_results(
       _OUT_DIR.value, probing.result_name(_TASK.value, _POOLING.value),
-      probing.markdown(scores, _TASK.value, _POOLING.value, task_dir),
+      probing.markdown(scores, _TASK.value, _POOLING.value, task_dir, command_lines.tool_command(
+          __file__, (_TASK, _POOLING, _LEARNING_DIR, _OUT_DIR), always=(_TASK,))),
       dict(scores=scores, pooling=_POOLING.value))
 
 

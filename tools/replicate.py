@@ -24,6 +24,7 @@ from teams_tf.benchmarking import replication
 from teams_tf.benchmarking import replication_report
 from teams_tf.finetuning import glue
 from teams_tf.finetuning import sweep
+from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED = os.path.join(_ROOT, '..', 'shared', 'data')
@@ -49,17 +50,6 @@ _PRETRAINING_SEED = flags.DEFINE_integer(
     'pretraining_seed', None, "The pretraining runs' seed (benchmark_learning.py's --seed).")
 
 
-def _command():
-  """This report's command line: the flags that decide what it holds."""
-  line = f'python tools/replicate.py --bert_steps={_BERT_STEPS.value} --seeds={_SEEDS.value}'
-  if _PRETRAINING_SEED.value is not None:
-    line += f' --pretraining_seed={_PRETRAINING_SEED.value}'
-  for flag in (_LEARNING_DIR, _OUT_DIR):
-    if os.path.abspath(flag.value) != os.path.abspath(flag.default):
-      line += f' --{flag.name}={os.path.relpath(flag.value, _ROOT)}'
-  return line
-
-
 def _fine_tune(fields):
   settings = sweep.SweepSettings(**fields)
   try:
@@ -76,7 +66,10 @@ def main(_):
     sys.exit(f'error: --seeds: {e}')
   report = functools.partial(
       replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR.value, protocol,
-      exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value, _command())
+      exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value,
+      command_lines.tool_command(
+          __file__, (_BERT_STEPS, _SEEDS, _PRETRAINING_SEED, _LEARNING_DIR, _OUT_DIR),
+          always=(_BERT_STEPS, _SEEDS)))
   if not _REPORT_ONLY.value:
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:

@@ -141,11 +141,12 @@ def result_name(task: str, pooling: str) -> str:
   return f'probes_{task}{"" if pooling == "mean" else "_" + pooling}'
 
 
-def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: str) -> str:
-  """The report of `tools/probe_encoders.py`: one row per encoder, one column per layer (x 100)."""
+def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: str,
+             command: str) -> str:
+  """The report of `tools/probe_encoders.py` (its `command` line): one row per encoder, one
+  column per layer (x 100)."""
   regression = task in REGRESSION_TASKS
-  flags = f'--task={task}' + ('' if pooling == 'mean' else f' --pooling={pooling}')
-  preamble = (f'`python tools/probe_encoders.py {flags}`: dev '
+  preamble = (f'`{command}`: dev '
               f'{"Spearman correlation" if regression else "accuracy"} x 100 of a '
               f'{"ridge" if regression else "logistic"} regression on frozen features of each '
               'encoder of the mini replication: its word embeddings and each layer\'s output, '

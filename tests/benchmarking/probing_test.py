@@ -82,7 +82,8 @@ class ProbingTest(tf.test.TestCase):
     self.assertEqual(labels['dev'], dev_labels.tolist())
     for accuracy in accuracies:
       self.assertGreater(accuracy, 0.9)
-    table = probing.markdown({'tiny': accuracies}, 'sst2', 'mean', '/data/sst2')
+    table = probing.markdown({'tiny': accuracies}, 'sst2', 'mean', '/data/sst2',
+                             'python tools/probe_encoders.py --task=sst2')
     self.assertStartsWith(table, '# Linear probes on sst2\n')
     self.assertIn('| encoder | embeddings | layer 1 | layer 2 |', table)
     self.assertIn(f'| tiny | {100 * accuracies[0]:.1f} |', table)
@@ -128,7 +129,8 @@ class ProbingTest(tf.test.TestCase):
     self.assertLess(mean[0], 0.3)
     with self.assertRaisesRegex(ValueError, "pooling='pair' needs sentence pairs"):
       probing.layer_features(encoder, probing.glue_records(self._single_sentences(), _T), 'pair')
-    markdown = probing.markdown({'tiny': pair}, 'stsb', 'pair', '/data/stsb')
+    markdown = probing.markdown({'tiny': pair}, 'stsb', 'pair', '/data/stsb',
+                                'python tools/probe_encoders.py --task=stsb --pooling=pair')
     self.assertStartsWith(markdown, '# Linear probes on stsb (sentence pairs)\n\n'
                           '`python tools/probe_encoders.py --task=stsb --pooling=pair`: dev '
                           'Spearman correlation x 100 of a ridge regression')

@@ -1,0 +1,32 @@
+"""The command line a report names: its tool and the flags that decide what the report holds."""
+
+import os
+
+
+def tool_command(tool_file: str, flag_holders, always=()) -> str:
+  """`python tools/<tool>.py --flag=value ...`, as a report's preamble names it.
+
+  Args:
+    tool_file: the tool's `__file__`; the folder above the tool's folder (the repository) is
+      what paths are written relative to, so the line works from the repository's root.
+    flag_holders: absl FlagHolders in the order to write them; each is written when it
+      differs from its default. A flag whose default is an absolute path holds a path: it
+      differs when it names another place, and is written relative to the repository (or
+      absolute, outside it).
+    always: those of `flag_holders` written even at their default (e.g. the budget).
+  """
+  tool_file = os.path.abspath(tool_file)
+  root = os.path.dirname(os.path.dirname(tool_file))
+  parts = [f'python {os.path.relpath(tool_file, root)}']
+  for holder in flag_holders:
+    value = holder.value
+    is_path = isinstance(holder.default, str) and os.path.isabs(holder.default)
+    if is_path:
+      same = os.path.abspath(value) == os.path.abspath(holder.default)
+      relative = os.path.relpath(os.path.abspath(value), root)
+      value = os.path.abspath(value) if relative.startswith(os.pardir) else relative
+    else:
+      same = value == holder.default
+    if not same or any(holder is kept for kept in always):
+      parts.append(f'--{holder.name}={value}')
+  return ' '.join(parts)
