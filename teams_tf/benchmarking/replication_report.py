@@ -148,9 +148,14 @@ def table(protocol, summary: dict, pretraining: dict) -> str:
 
 # The analysis behind a failing encoder (issue 23: the report says why), kept by hand.
 WHY_NOT_BEATING_RANDOM = (
-    'Why, measured with linear probes of the frozen encoders (`tools/probe_encoders.py`, '
-    '[probes_sst2.md](probes_sst2.md)): [../learning_recipe.md](../learning_recipe.md), "Encoders '
-    'that fine-tune worse than random init".')
+    'Why, measured with linear probes of the frozen encoders (`tools/probe_encoders.py`): on '
+    'SST-2 the discriminators\' layers lose the sentiment their word embeddings hold '
+    '([probes_sst2.md](probes_sst2.md)); on STS-B every encoder\'s tokens hold the similarity '
+    '([probes_stsb_pair.md](probes_stsb_pair.md)), but only ELECTRA (RTD weight 10) holds it at '
+    '[CLS], the position fine-tuning reads ([probes_stsb_cls.md](probes_stsb_cls.md)), and a '
+    'second pretraining run of it does not. See '
+    '[../learning_recipe.md](../learning_recipe.md), "Encoders that fine-tune worse than random '
+    'init" and "STS-B: every encoder\'s tokens hold the similarity, one encoder\'s [CLS] does".')
 
 
 def not_beating_random(summary: dict) -> tuple[list[str], list[str]]:
