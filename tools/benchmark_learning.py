@@ -20,6 +20,7 @@ from absl import flags
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
+from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CORPUS = flags.DEFINE_string(
@@ -54,11 +55,16 @@ def main(argv):
     sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES} or a mini '
              f'variant ({variants}).')
   try:
-    setup, flops, preamble = learning.default_setup(
+    setup, flops = learning.default_setup(
         _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
         _INTERVAL.value, _SEED.value)
   except ValueError as e:
     sys.exit(f'error: {e}')
+  # --objectives is left out: the report holds every result file in --out_dir, whichever
+  # command wrote it.
+  preamble = learning.preamble(setup, _BERT_STEPS.value, command_lines.tool_command(
+      __file__, (_BERT_STEPS, _SEED, _VOCAB_SIZE, _INTERVAL, _CORPUS, _WORK_DIR, _OUT_DIR),
+      always=(_BERT_STEPS,)))
   for objective in _OBJECTIVES.value:
     learning.run_objective(objective, setup, flops[objective])
     learning.write_report(setup, preamble)

@@ -73,7 +73,7 @@ def main(_):
   if not _REPORT_ONLY.value:
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:
-      setup, flops, _ = learning.default_setup(
+      setup, flops = learning.default_setup(
           _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,
           _BERT_STEPS.value, learning.VALIDATION_INTERVAL, _PRETRAINING_SEED.value)
       runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,

@@ -203,8 +203,8 @@ def step_flops(vocab_size: int) -> dict[str, float]:
 
 def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
                   bert_steps: int, validation_interval: int,
-                  seed: Optional[int] = None) -> tuple[Setup, dict[str, float], str]:
-  """The benchmark's runs on the corpus: data built (`prepare_data`), budget, report preamble.
+                  seed: Optional[int] = None) -> tuple[Setup, dict[str, float]]:
+  """The benchmark's runs on the corpus: data built (`prepare_data`) and budget.
 
   Every objective trains on the same records with the same budget, the FLOPs of `bert_steps`
   steps of `bert_mini` (whose data and trainer every mini objective shares), so that the learning
@@ -218,7 +218,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
     seed: the runs' seed (`Setup.seed`).
 
   Returns:
-    (Setup, objective -> training FLOPs of one step, the report's preamble).
+    (Setup, objective -> training FLOPs of one step).
 
   Raises:
     ValueError: `corpus_dir` lacks a file.
@@ -235,23 +235,25 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
       vocab_size=vocab_size, max_train_flops=float(bert_steps * flops['bert']),
       validation_interval=validation_interval, validation_steps=recipe.trainer.validation_steps,
       work_dir=work_dir, out_dir=out_dir, seed=seed)
-  return setup, flops, preamble(setup, recipe, bert_steps)
+  return setup, flops
 
 
-def preamble(setup: Setup, recipe, bert_steps: int) -> str:
+def preamble(setup: Setup, bert_steps: int, command: str) -> str:
   """The report's title and the paragraph saying how its runs were made.
 
   Args:
     setup: the runs' settings.
-    recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
     bert_steps: the budget in BERT-mini steps (`tools/benchmark_learning.py --bert_steps`).
+    command: the command line that writes the report (`command_lines.tool_command`).
   """
+  # Every mini objective shares bert_mini's data and trainer.
+  recipe = exp_factory.get_exp_config('bert_mini')
   validation_data = recipe.task.validation_data
-  seed_flag, seeds = ('', '') if setup.seed is None else (
-      f' --seed={setup.seed}', f', seeded with {setup.seed} (`teams_tf.train --seed`)')
+  seeds = '' if setup.seed is None else (
+      f', seeded with {setup.seed} (`teams_tf.train --seed`)')
   return '\n'.join([
       '# Learning benchmark: mini objectives at equal training FLOPs', '',
-      f'`python tools/benchmark_learning.py --bert_steps={bert_steps}{seed_flag}`: every '
+      f'`{command}`: every '
       f'`<objective>_mini` (registry/experiments.py) trained to {setup.max_train_flops:.3g} '
       f'FLOPs ({bert_steps:,} BERT-mini steps){seeds} on wiki_00-48 of the shared Wikipedia '
       f'extract, held-out evaluation on wiki_49 '

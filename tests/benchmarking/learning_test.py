@@ -7,8 +7,6 @@ from unittest import mock
 
 import tensorflow as tf
 
-from official.core import exp_factory
-
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.preprocessing import record_format
@@ -110,8 +108,8 @@ class LearningTest(tf.test.TestCase):
     command = learning.train_command('electra_rtd10', setup)
     self.assertEqual(f'--model_dir={setup.work_dir}/electra_rtd10_seed2_1e+12flops', command[5])
     self.assertEqual('--seed=2', command[-1])
-    text = learning.preamble(setup, exp_factory.get_exp_config('bert_mini'), 3000)
-    self.assertIn('`python tools/benchmark_learning.py --bert_steps=3000 --seed=2`', text)
+    text = learning.preamble(setup, 3000, 'python tools/benchmark_learning.py --seed=2')
+    self.assertIn('`python tools/benchmark_learning.py --seed=2`: every', text)
     self.assertIn('(3,000 BERT-mini steps), seeded with 2 (`teams_tf.train --seed`) on', text)
 
   def test_prepare_data_names_missing_corpus_files(self):
@@ -173,9 +171,10 @@ class LearningTest(tf.test.TestCase):
 
   def test_preamble_states_budget_and_evaluation(self):
     setup = _setup(self.get_temp_dir())
-    text = learning.preamble(setup, exp_factory.get_exp_config('bert_mini'), 3000)
+    text = learning.preamble(setup, 3000, 'python tools/benchmark_learning.py --bert_steps=3000')
     self.assertStartsWith(text, '# Learning benchmark: mini objectives at equal training FLOPs\n')
-    self.assertIn('--bert_steps=3000`', text)
+    self.assertIn('`python tools/benchmark_learning.py --bert_steps=3000`: every', text)
+    self.assertNotIn('seeded', text)
     self.assertIn('trained to 1e+12 FLOPs (3,000 BERT-mini steps)', text)
     self.assertIn('2 batches of', text)
     self.assertIn('every 10 steps; corpus vocabulary of 100 WordPiece tokens', text)
