@@ -3,6 +3,7 @@
   python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
   python tools/replicate.py --bert_steps=18000 --learning_dir=L --out_dir=R  # another budget
   python tools/replicate.py --encoders=electra --pretraining_seed=2 --learning_dir=L --out_dir=R
+  python tools/replicate.py --report_only --other_sweeps=R  # R's runs widen the seed spread
 
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
 fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
@@ -48,6 +49,10 @@ _LEARNING_DIR = flags.DEFINE_string('learning_dir', os.path.join(_ROOT, 'benchma
                                     "Pretraining results (benchmark_learning.py's --out_dir).")
 _PRETRAINING_SEED = flags.DEFINE_integer(
     'pretraining_seed', None, "The pretraining runs' seed (benchmark_learning.py's --seed).")
+_OTHER_SWEEPS = flags.DEFINE_list(
+    'other_sweeps', [], 'Out dirs of this protocol over other pretraining runs of the encoders '
+    '(e.g. benchmarks/replication_seed2): the report lists their GLUE averages and counts their '
+    'range as seed spread in the paper sentences.')
 
 
 def _fine_tune(fields):
@@ -68,8 +73,9 @@ def main(_):
       replication_report.write_report, _OUT_DIR.value, _LEARNING_DIR.value, protocol,
       exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value,
       command_lines.tool_command(
-          __file__, (_BERT_STEPS, _SEEDS, _PRETRAINING_SEED, _LEARNING_DIR, _OUT_DIR),
-          always=(_BERT_STEPS, _SEEDS)))
+          __file__,
+          (_BERT_STEPS, _SEEDS, _PRETRAINING_SEED, _LEARNING_DIR, _OUT_DIR, _OTHER_SWEEPS),
+          always=(_BERT_STEPS, _SEEDS)), _OTHER_SWEEPS.value)
   if not _REPORT_ONLY.value:
     encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
     try:

@@ -3,9 +3,11 @@
 Per encoder and task: the median and min-max over seeds of the dev headline metric at the
 learning rate its seed 1 chose, and whether it beats the random-init encoder by more than the
 seed spread (median gap larger than both min-max ranges). Per seed paper, one sentence saying
-whether its claimed ordering reproduces on the average over tasks of the medians. Written as
-`replication.{md,json}`, `pretraining.png` (held-out MLM accuracy against training FLOPs, from
-the learning benchmark's result files) and `glue.png` (one panel per task).
+whether its claimed ordering reproduces on the average over tasks of the medians, against the
+fine-tuning seed spread and, for encoders pretrained more than once (other sweeps), the range of
+their runs' averages. Written as `replication.{md,json}`, `pretraining.png` (held-out MLM
+accuracy against training FLOPs, from the learning benchmark's result files) and `glue.png` (one
+panel per task).
 """
 
 import dataclasses
@@ -55,15 +57,35 @@ def _beats(entry, floor):
   return entry['median'] - floor['median'] > spread
 
 
-def summarize(protocol: replication.FineTuneProtocol, out_dir: str) -> dict:
+def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict) -> dict:
+  """One pretraining run of `encoder` as the sweep in `sweep_dir` fine-tuned it."""
+  first = replication.read_unit(sweep_dir, replication.Unit(
+      encoder, protocol.tasks[0], protocol.learning_rates[0], 1))
+  settings = (first or {}).get('settings') or {}
+  return dict(sweep=os.path.basename(os.path.normpath(sweep_dir)),
+              pretraining_seed=settings.get('pretraining_seed'),
+              medians={task: task_entry['median'] for task, task_entry in entry['tasks'].items()},
+              average=entry['average']['median'])
+
+
+def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps=()) -> dict:
   """Every encoder's per-task entries, random-init flags and average over tasks.
+
+  Args:
+    protocol: the fine-tuning protocol of every sweep.
+    out_dir: the sweep's committed unit results.
+    other_sweeps: unit results of the same protocol over other pretraining runs of the encoders
+      (`tools/replicate.py --pretraining_seed`'s --out_dir).
 
   Returns:
     {encoder: {'tasks': {task: {'learning_rate' (None until chosen), 'seed_one' (rate ->
     headline or None), 'values' (seeds 1..N at the chosen rate), 'complete', and with values
     'median', 'min', 'max'}}, 'beats_random': {task: True, False or None (undecided)},
     'average': None until every task has every seed, else {'median': mean of the task medians,
-    'spread': mean of the task min-max ranges}}}, scores in [-1, 1].
+    'spread': mean of the task min-max ranges, and with more than one pretraining run
+    'pretraining_range': max - min of the runs' averages}, 'pretraining_runs': [{'sweep',
+    'pretraining_seed', 'medians' (task -> median), 'average'}] of the complete runs, this
+    sweep's first}}, scores in [-1, 1].
   """
   summary = {}
   for encoder in replication.ENCODERS:
@@ -74,15 +96,26 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str) -> dict:
                      spread=float(np.mean([e['max'] - e['min'] for e in tasks.values()])))
     summary[encoder] = dict(tasks=tasks, average=average)
   floor = summary[replication.RANDOM]['tasks']
+  others = [(sweep, summarize(protocol, sweep)) for sweep in other_sweeps]
   for encoder, entry in summary.items():
     entry['beats_random'] = ({} if encoder == replication.RANDOM else
                              {task: _beats(task_entry, floor[task])
                               for task, task_entry in entry['tasks'].items()})
+    runs = [(out_dir, entry)] + [(sweep, other[encoder]) for sweep, other in others]
+    entry['pretraining_runs'] = [_pretraining_run(protocol, sweep, encoder, run)
+                                 for sweep, run in runs if run['average'] is not None]
+    if entry['average'] is not None and len(entry['pretraining_runs']) > 1:
+      averages = [run['average'] for run in entry['pretraining_runs']]
+      entry['average']['pretraining_range'] = max(averages) - min(averages)
   return summary
 
 
 def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
-  """Whether `claim` reproduces on the averages over tasks, by how much, against the spread."""
+  """Whether `claim` reproduces on the averages over tasks, by how much, against the spread.
+
+  A gap's spread is the larger of the two encoders' fine-tuning seed spreads and, where an
+  encoder was pretrained more than once, the range of its runs' averages.
+  """
   names = replication.ENCODER_NAMES
   missing = sorted({names[e] for pair in pairs for e in pair if summary[e]['average'] is None})
   if missing:
@@ -92,12 +125,16 @@ def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
   gaps = []
   for a, b in pairs:
     first, second = summary[a]['average'], summary[b]['average']
+    fine_tuning = max(first['spread'], second['spread'])
+    pretraining = max(first.get('pretraining_range', 0.0), second.get('pretraining_range', 0.0))
     gaps.append((f'{names[a]} - {names[b]}', 100 * (first['median'] - second['median']),
-                 100 * max(first['spread'], second['spread'])))
-  holds = all(gap > 0 for _, gap, _ in gaps)
-  within = [name for name, gap, spread in gaps if abs(gap) <= spread]
-  details = ', '.join(f'{name} {gap:+.1f} points (seed spread {spread:.1f})'
-                      for name, gap, spread in gaps)
+                 100 * max(fine_tuning, pretraining), pretraining > fine_tuning))
+  holds = all(gap > 0 for _, gap, _, _ in gaps)
+  within = [name for name, gap, spread, _ in gaps if abs(gap) <= spread]
+  details = ', '.join(
+      f'{name} {gap:+.1f} points (seed spread {spread:.1f}'
+      f'{" across pretraining runs" if of_pretraining else ""})'
+      for name, gap, spread, of_pretraining in gaps)
   verdict = ('does not reproduce' if not holds else
              'holds on the medians' if within else 'reproduces')
   if within:
@@ -238,6 +275,7 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
               else '') + '.' + (f' {WHY_NOT_BEATING_RANDOM}' if failing else ''), '',
            '## The seed papers\' claims at this scale', '']
   lines += [f'- {paper_sentence(*claim, summary)}' for claim in PAPER_CLAIMS]
+  lines += pretraining_runs_section(protocol, summary)
   lines += ['', '## Seed 1 at each learning rate', '',
             '| encoder | ' + ' | '.join(protocol.tasks) + ' |', '|---' * (1 + len(protocol.tasks))
             + '|']
@@ -252,6 +290,29 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
   lines += ['', f'Rate chosen at the grid\'s largest ({top}), so a larger one might score '
             f'better: {edge}.']
   return '\n'.join(lines) + '\n'
+
+
+def pretraining_runs_section(protocol, summary: dict) -> list[str]:
+  """The report's lines on encoders pretrained more than once; none when there are none."""
+  repeated = {encoder: entry['pretraining_runs'] for encoder, entry in summary.items()
+              if len(entry['pretraining_runs']) > 1}
+  if not repeated:
+    return []
+  task_names = [replication.GLUE_TASKS[task][0] for task in protocol.tasks]
+  lines = ['', '## Pretraining runs', '',
+           'Encoders pretrained more than once at this budget, each run fine-tuned with the '
+           'protocol above (sweeps given by `--other_sweeps`; medians over seeds at each run\'s '
+           'chosen rates). The range of a row group\'s averages counts as seed spread in the '
+           'sentences above.', '',
+           '| encoder | pretraining seed | sweep | ' + ' | '.join(task_names) + ' | average |',
+           '|---' * (4 + len(task_names)) + '|']
+  for encoder, runs in repeated.items():
+    for run in runs:
+      seed = 'unseeded' if run['pretraining_seed'] is None else run['pretraining_seed']
+      medians = ' | '.join(f'{100 * run["medians"][task]:.1f}' for task in protocol.tasks)
+      lines.append(f'| {replication.ENCODER_NAMES[encoder]} | {seed} | {run["sweep"]} | '
+                   f'{medians} | {100 * run["average"]:.1f} |')
+  return lines
 
 
 def _pyplot():
@@ -307,15 +368,16 @@ def plot_glue(protocol, summary: dict, path: str) -> None:
 
 
 def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: int,
-                 command: str) -> str:
+                 command: str, other_sweeps=()) -> str:
   """Writes replication.{md,json}, pretraining.png and glue.png to `out_dir`; returns the table.
 
-  Reads the committed unit results in `out_dir` and the learning results in `learning_dir`;
-  `command` is the tools/replicate.py command line the report names.
+  Reads the committed unit results in `out_dir` and `other_sweeps` (`summarize`) and the
+  learning results in `learning_dir`; `command` is the tools/replicate.py command line the
+  report names.
   """
   os.makedirs(out_dir, exist_ok=True)
   pretraining = learning.load_results(learning_dir)
-  summary = summarize(protocol, out_dir)
+  summary = summarize(protocol, out_dir, other_sweeps)
   head = preamble(protocol, recipe, bert_steps, pretraining,
                   os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir), command)
   atomic_files.write_text(os.path.join(out_dir, 'replication.md'),

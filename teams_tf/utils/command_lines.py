@@ -12,7 +12,7 @@ def tool_command(tool_file: str, flag_holders, always=()) -> str:
     flag_holders: absl FlagHolders in the order to write them; each is written when it
       differs from its default. A flag whose default is an absolute path holds a path: it
       differs when it names another place, and is written relative to the repository (or
-      absolute, outside it).
+      absolute, outside it). A list is written comma-separated.
     always: those of `flag_holders` written even at their default (e.g. the budget).
   """
   tool_file = os.path.abspath(tool_file)
@@ -27,6 +27,8 @@ def tool_command(tool_file: str, flag_holders, always=()) -> str:
       value = os.path.abspath(value) if relative.startswith(os.pardir) else relative
     else:
       same = value == holder.default
+      if isinstance(value, list):
+        value = ','.join(str(item) for item in value)
     if not same or any(holder is kept for kept in always):
       parts.append(f'--{holder.name}={value}')
   return ' '.join(parts)

@@ -27,19 +27,20 @@ def _sweep_result(task, seed, value):
               metrics={_HEADLINES[task]: value})
 
 
-def _commit(out_dir, encoder, task, rate, seed, value):
+def _commit(out_dir, encoder, task, rate, seed, value, settings=None):
   path = replication.unit_path(out_dir, replication.Unit(encoder, task, rate, seed))
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, 'w') as f:
-    json.dump(_sweep_result(task, seed, value), f)
+    json.dump(dict(_sweep_result(task, seed, value), **({'settings': settings} if settings
+                                                        else {})), f)
 
 
-def _commit_seeds(out_dir, encoder, values, tasks=('sst2', 'cola', 'stsb')):
+def _commit_seeds(out_dir, encoder, values, tasks=('sst2', 'cola', 'stsb'), settings=None):
   """Seeds 1..N at 1e-4 with `values`, and a worse seed 1 at 3e-4, on every task."""
   for task in tasks:
-    _commit(out_dir, encoder, task, 3e-4, 1, values[0] - 0.3)
+    _commit(out_dir, encoder, task, 3e-4, 1, values[0] - 0.3, settings)
     for seed, value in enumerate(values, 1):
-      _commit(out_dir, encoder, task, 1e-4, seed, value)
+      _commit(out_dir, encoder, task, 1e-4, seed, value, settings)
 
 
 class FakeSweep:
@@ -265,6 +266,36 @@ class ReplicationTest(tf.test.TestCase):
                   'spread, so more seeds or compute would be needed to tell.',
                   replication_report.paper_sentence(*replication_report.PAPER_CLAIMS[0],
                                                     summary))
+
+  def test_other_pretraining_runs_widen_the_spread_of_the_paper_sentences(self):
+    out, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
+    _commit_seeds(out, 'random', [0.50, 0.52, 0.54])
+    _commit_seeds(out, 'teams', [0.72, 0.70, 0.71])
+    _commit_seeds(out, 'electra', [0.60, 0.62, 0.64])
+    _commit_seeds(out, 'bert', [0.51, 0.55, 0.53])
+    _commit_seeds(other, 'bert', [0.40, 0.41, 0.42], settings=dict(pretraining_seed=2))
+    _commit_seeds(other, 'teams', [0.9], tasks=('sst2',))  # Incomplete: not a run yet.
+    alone = replication_report.summarize(self.protocol, out)
+    self.assertNotIn('pretraining_range', alone['bert']['average'])
+    self.assertNotIn('## Pretraining runs',
+                     replication_report.markdown(self.protocol, alone, {}, '# head'))
+
+    summary = replication_report.summarize(self.protocol, out, [other])
+    self.assertAlmostEqual(0.12, summary['bert']['average']['pretraining_range'])
+    self.assertLen(summary['teams']['pretraining_runs'], 1)
+    self.assertEqual(
+        'The TEAMS paper reports TEAMS > ELECTRA > BERT on GLUE; on the average of the task '
+        'medians at this scale (TEAMS - ELECTRA +9.0 points (seed spread 4.0), ELECTRA - BERT '
+        '+9.0 points (seed spread 12.0 across pretraining runs)) the ordering holds on the '
+        'medians, but ELECTRA - BERT is within the seed spread, so more seeds or compute would '
+        'be needed to tell.',
+        replication_report.paper_sentence(*replication_report.PAPER_CLAIMS[0], summary))
+    text = replication_report.markdown(self.protocol, summary, {}, '# head')
+    self.assertIn('| encoder | pretraining seed | sweep | SST-2 | CoLA | STS-B | average |\n'
+                  '|---|---|---|---|---|---|---|\n'
+                  '| BERT | unseeded | out | 53.0 | 53.0 | 53.0 | 53.0 |\n'
+                  '| BERT | 2 | replication_seed2 | 41.0 | 41.0 | 41.0 | 41.0 |\n', text)
+    self.assertNotIn('| TEAMS | unseeded', text)
 
   def test_write_report_writes_table_json_and_plots(self):
     # Another budget's results, as `tools/replicate.py --learning_dir` takes them.

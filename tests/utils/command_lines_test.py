@@ -40,6 +40,12 @@ class ToolCommandTest(unittest.TestCase):
                      '--pooling=cls --out_dir=benchmarks/replication_seed2',
                      command_lines.tool_command(os.path.join(root, 'tools', 'probe.py'),
                                                 holders))
+    values = flags.FlagValues()
+    sweeps = flags.DEFINE_list('other_sweeps', [], '', flag_values=values)
+    values(['tool', '--other_sweeps=benchmarks/a,benchmarks/b'])
+    self.assertEqual('python tools/probe.py --other_sweeps=benchmarks/a,benchmarks/b',
+                     command_lines.tool_command(os.path.join(root, 'tools', 'probe.py'),
+                                                (sweeps,)))
     *_, out_dir = self._flags(root, ['--out_dir=/tmp/r'])
     self.assertEqual('python tools/probe.py --out_dir=/tmp/r',
                      command_lines.tool_command(os.path.join(root, 'tools', 'probe.py'),
