@@ -256,8 +256,10 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
       f'score x 100, median (min–max) over seeds at that rate. Differences from the papers: a '
       f'mini encoder ({encoder.num_layers} layers, hidden {encoder.hidden_size}) pretrained at '
       f'{data.mask_rate:.0%} masking (not the usual 15%) with T = {data.seq_length} for a tiny '
-      f'budget, {protocol.epochs:g} fine-tuning epochs, the train subsets, few seeds, and a '
-      'learning rate picked on the dev set from seed 1 alone, the same way for every encoder. '
+      f'budget, {protocol.epochs:g} fine-tuning epochs, the train subsets, few seeds, a '
+      'learning rate picked on the dev set from seed 1 alone, the same way for every encoder, '
+      'and the dev score at the end of fine-tuning (the TEAMS paper reports the best one '
+      'during fine-tuning). '
       f'Machine: {platform.processor() or platform.machine()}, '
       f'{os.cpu_count()} cores.'])
 
