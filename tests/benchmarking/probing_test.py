@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.configs import encoders
 
@@ -59,7 +60,7 @@ def _paraphrases(rng, n):
 
 
 def _tiny_encoder():
-  tf.keras.utils.set_random_seed(0)
+  tf_keras.utils.set_random_seed(0)
   return encoders.build_encoder(
       encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()))
 
