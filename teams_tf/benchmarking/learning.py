@@ -12,7 +12,6 @@ it ends, so the report fills in across sessions. The report (`learning.md`, `lea
 import dataclasses
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from teams_tf.registry import experiments
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
 from teams_tf.utils import atomic_files
+from teams_tf.utils import hardware
 
 OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
 # The budget of the learning benchmark and of the GLUE replication, in BERT-mini steps: the
@@ -260,8 +260,8 @@ def preamble(setup: Setup, bert_steps: int, command: str) -> str:
       f'({validation_data.mask_rate:.0%} masking, {setup.validation_steps} batches '
       f'of {validation_data.global_batch_size} x {recipe.task.train_data.seq_length} tokens) '
       f'every {setup.validation_interval} steps; corpus vocabulary of {setup.vocab_size:,} '
-      f'WordPiece tokens; machine: {platform.processor() or platform.machine()}, '
-      f'{os.cpu_count()} cores.'])
+      'WordPiece tokens. Training minutes are wall time on the machine each section names: '
+      'compare them within one machine only.'])
 
 
 def overrides(setup: Setup) -> str:
@@ -402,7 +402,7 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   rows = curve(model_dir, flops_per_step)
   result = dict(objective=objective, experiment=mini_runs()[objective], command=command,
                 setup=dataclasses.asdict(setup),
-                flops_per_step=flops_per_step, curve=rows,
+                flops_per_step=flops_per_step, machine=hardware.description(), curve=rows,
                 targets=verdicts(objective, rows[-1]) if rows else [],
                 session_seconds=time.monotonic() - start)
   atomic_files.write_json(path, result)
@@ -456,7 +456,8 @@ def markdown(results: dict[str, dict], preamble: str) -> str:
     metrics += sorted({key for row in result['curve'] for key in row
                        if 'context_free' in key} - set(metrics))
     lines += ['', f'## {mini_runs()[objective]}', '',
-              f'{result["flops_per_step"]:.3g} training FLOPs per step.', '',
+              f'{result["flops_per_step"]:.3g} training FLOPs per step; trained on '
+              f'{result.get("machine", "a machine not recorded")}.', '',
               '| step | PFLOPs | training minutes | ' + ' | '.join(metrics) + ' |',
               '|---' * (3 + len(metrics)) + '|']
     for row in result['curve']:

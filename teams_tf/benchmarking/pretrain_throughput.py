@@ -62,6 +62,7 @@ from typing import Sequence
 
 from teams_tf.benchmarking import pretrain_report
 from teams_tf.benchmarking import pretrain_variants as variants
+from teams_tf.utils import hardware
 
 IMPLEMENTATIONS = ('ours', 'official', 'official_patched', 'hf', 'train')
 
@@ -114,12 +115,6 @@ def check(settings):
 def _machine():
   """CPU model, cores, memory, bfloat16 support and software versions."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  cpuinfo = {}
-  if os.path.exists('/proc/cpuinfo'):
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        key, _, value = line.partition(':')
-        cpuinfo.setdefault(key.strip(), value.strip())
   memory_gib = None
   if os.path.exists('/proc/meminfo'):
     with open('/proc/meminfo') as f:
@@ -134,8 +129,8 @@ def _machine():
       versions[package] = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
       versions[package] = None
-  return dict(cpu=cpuinfo.get('model name', platform.processor()), cpus=os.cpu_count(),
-              avx512_bf16='avx512_bf16' in cpuinfo.get('flags', '').split(),
+  return dict(cpu=hardware.cpu_model(), cpus=os.cpu_count(),
+              avx512_bf16='avx512_bf16' in hardware.cpuinfo().get('flags', '').split(),
               memory_gib=memory_gib, platform=platform.platform(),
               python=platform.python_version(), tensorflow=tf.__version__,
               git_commit=commit + ('+uncommitted changes' if dirty else ''), **versions)

@@ -10,6 +10,7 @@ import tensorflow as tf
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.preprocessing import record_format
+from teams_tf.utils import hardware
 
 
 def _write_events(directory, rows):
@@ -90,7 +91,26 @@ class LearningTest(tf.test.TestCase):
     # A context-free baseline the run reported is a curve column even when no target names it.
     self.assertIn('| rtd_context_free_auc | mws_context_free_accuracy |\n', report)
     self.assertIn('| 0.900 | — | — | — | 0.125 |\n', report)
+    self.assertIn('3e+09 training FLOPs per step; trained on a machine not recorded.', report)
     self.assertTrue(os.path.getsize(os.path.join(setup.out_dir, 'learning.png')) > 1000)
+
+  def test_a_finished_run_records_its_curve_and_the_machine_that_timed_it(self):
+    setup = _setup(self.get_temp_dir())
+    os.makedirs(setup.out_dir)
+    rows = [dict(step=10, flops=3e10, train_seconds=20.0, mlm_accuracy=0.5,
+                 mlm_context_free_accuracy=0.1)]
+    with mock.patch.object(learning.subprocess, 'run',
+                           return_value=mock.Mock(returncode=0)) as train, \
+        mock.patch.object(learning, 'curve', return_value=rows):
+      result = learning.run_objective('bert', setup, 3e9, log=lambda _: None)
+    self.assertEqual(learning.train_command('bert', setup), train.call_args.args[0])
+    self.assertEqual(rows, result['curve'])
+    self.assertEqual(hardware.description(), result['machine'])
+    with open(learning.result_path(setup, 'bert')) as f:
+      self.assertEqual(result, json.load(f))
+    learning.write_report(setup, '# title')
+    with open(os.path.join(setup.out_dir, 'learning.md')) as f:
+      self.assertIn(f'training FLOPs per step; trained on {hardware.description()}.', f.read())
 
   def test_runs_share_data_and_budget_overrides(self):
     setup = _setup(self.get_temp_dir())
