@@ -12,7 +12,6 @@ panel per task).
 
 import dataclasses
 import os
-import platform
 
 import numpy as np
 
@@ -259,9 +258,8 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
       f'budget, {protocol.epochs:g} fine-tuning epochs, the train subsets, few seeds, a '
       'learning rate picked on the dev set from seed 1 alone, the same way for every encoder, '
       'and the dev score at the end of fine-tuning (the TEAMS paper reports the best one '
-      'during fine-tuning). '
-      f'Machine: {platform.processor() or platform.machine()}, '
-      f'{os.cpu_count()} cores.'])
+      'during fine-tuning). Training minutes are the pretraining runs\' wall time on the '
+      'machines the learning report names.'])
 
 
 def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:

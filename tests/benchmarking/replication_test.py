@@ -321,6 +321,8 @@ class ReplicationTest(tf.test.TestCase):
     self.assertIn('to 9e+13 training FLOPs, the cost of 3,000 BERT-mini steps, pretraining seed 2;',
                   text)
     self.assertIn('40% masking', text)
+    self.assertIn("Training minutes are the pretraining runs' wall time on the machines the "
+                  'learning report names.', text)
     self.assertIn('the dev score at the end of fine-tuning (the TEAMS paper reports the best', text)
     # The link to the learning report resolves from the report's own directory.
     link = re.search(r'pretrained by the learning benchmark \(([^)]+)\)', text).group(1)
