@@ -30,9 +30,11 @@ def _sweep_result(task, seed, value):
 def _commit(out_dir, encoder, task, rate, seed, value, settings=None):
   path = replication.unit_path(out_dir, replication.Unit(encoder, task, rate, seed))
   os.makedirs(os.path.dirname(path), exist_ok=True)
+  result = _sweep_result(task, seed, value)
+  if settings:
+    result['settings'] = settings
   with open(path, 'w') as f:
-    json.dump(dict(_sweep_result(task, seed, value), **({'settings': settings} if settings
-                                                        else {})), f)
+    json.dump(result, f)
 
 
 def _commit_seeds(out_dir, encoder, values, tasks=('sst2', 'cola', 'stsb'), settings=None):
