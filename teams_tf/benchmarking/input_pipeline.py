@@ -30,6 +30,7 @@ from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.data import input_files
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import text_dataloader
+from teams_tf.utils import hardware
 
 
 @dataclasses.dataclass
@@ -130,7 +131,7 @@ def run(settings):
         flush=True)
   train_rate = _training_examples_per_second(settings, params)
   results = dict(
-      machine=dict(platform=platform.platform(), processor=platform.processor(),
+      machine=dict(platform=platform.platform(), processor=hardware.cpu_model(),
                    cpus=os.cpu_count(), tensorflow=tf.__version__),
       experiment=settings.experiment, seq_length=settings.seq_length,
       batch_size=settings.batch_size, input=settings.input, train_examples_per_second=train_rate,
@@ -148,7 +149,8 @@ def run(settings):
   lines = [
       f'# Input pipeline vs training step ({results["experiment"]}, T={results["seq_length"]}, '
       f'B={results["batch_size"]})', '',
-      f'Machine: {results["machine"]["platform"]}, {results["machine"]["cpus"]} CPUs, '
+      f'Machine: {results["machine"]["processor"]}, {results["machine"]["cpus"]} CPUs, '
+      f'{results["machine"]["platform"]}, '
       f'TensorFlow {results["machine"]["tensorflow"]}. Input: `{results["input"]}`.', '',
       f'Training step: {train_rate:.1f} examples/s (median of {settings.train_steps} steps).', '',
       '| input_format | pipeline examples/s | headroom (pipeline / training) | target >= 5 |',

@@ -67,6 +67,19 @@ def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict) -> dic
               average=entry['average']['median'])
 
 
+def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str) -> dict:
+  """{encoder: {'tasks', 'average'}} of one sweep, as `summarize` documents them."""
+  summary = {}
+  for encoder in replication.ENCODERS:
+    tasks = {task: _task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
+    average = None
+    if all(entry['complete'] for entry in tasks.values()):
+      average = dict(median=float(np.mean([e['median'] for e in tasks.values()])),
+                     spread=float(np.mean([e['max'] - e['min'] for e in tasks.values()])))
+    summary[encoder] = dict(tasks=tasks, average=average)
+  return summary
+
+
 def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps=()) -> dict:
   """Every encoder's per-task entries, random-init flags and average over tasks.
 
@@ -86,16 +99,9 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     'pretraining_seed', 'medians' (task -> median), 'average'}] of the complete runs, this
     sweep's first}}, scores in [-1, 1].
   """
-  summary = {}
-  for encoder in replication.ENCODERS:
-    tasks = {task: _task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
-    average = None
-    if all(entry['complete'] for entry in tasks.values()):
-      average = dict(median=float(np.mean([e['median'] for e in tasks.values()])),
-                     spread=float(np.mean([e['max'] - e['min'] for e in tasks.values()])))
-    summary[encoder] = dict(tasks=tasks, average=average)
+  summary = _sweep_summary(protocol, out_dir)
   floor = summary[replication.RANDOM]['tasks']
-  others = [(sweep, summarize(protocol, sweep)) for sweep in other_sweeps]
+  others = [(sweep, _sweep_summary(protocol, sweep)) for sweep in other_sweeps]
   for encoder, entry in summary.items():
     entry['beats_random'] = ({} if encoder == replication.RANDOM else
                              {task: _beats(task_entry, floor[task])
