@@ -56,14 +56,25 @@ def _beats(entry, floor):
   return entry['median'] - floor['median'] > spread
 
 
-def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict) -> dict:
-  """One pretraining run of `encoder` as the sweep in `sweep_dir` fine-tuned it."""
+def _flags(beats_random: dict) -> str:
+  """'yes / no / —' for beating random init on each task (— undecided); '' for random init."""
+  return ' / '.join({True: 'yes', False: 'no', None: '—'}[flag] for flag in beats_random.values())
+
+
+def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict, floor: dict) -> dict:
+  """One pretraining run of `encoder` as the sweep in `sweep_dir` fine-tuned it.
+
+  Its random-init flags use `floor` (the main sweep's random-init tasks): random init does not
+  depend on the pretraining run, so other sweeps fine-tune none of their own.
+  """
   first = replication.read_unit(sweep_dir, replication.Unit(
       encoder, protocol.tasks[0], protocol.learning_rates[0], 1))
   settings = (first or {}).get('settings') or {}
   return dict(sweep=os.path.basename(os.path.normpath(sweep_dir)),
               pretraining_seed=settings.get('pretraining_seed'),
               medians={task: task_entry['median'] for task, task_entry in entry['tasks'].items()},
+              beats_random={task: _beats(task_entry, floor[task])
+                            for task, task_entry in entry['tasks'].items()},
               average=entry['average']['median'])
 
 
@@ -96,8 +107,8 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     'average': None until every task has every seed, else {'median': mean of the task medians,
     'spread': mean of the task min-max ranges, and with more than one pretraining run
     'pretraining_range': max - min of the runs' averages}, 'pretraining_runs': [{'sweep',
-    'pretraining_seed', 'medians' (task -> median), 'average'}] of the complete runs, this
-    sweep's first}}, scores in [-1, 1].
+    'pretraining_seed', 'medians' (task -> median), 'beats_random' (against this sweep's
+    random init), 'average'}] of the complete runs, this sweep's first}}, scores in [-1, 1].
   """
   summary = _sweep_summary(protocol, out_dir)
   floor = summary[replication.RANDOM]['tasks']
@@ -107,7 +118,7 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
                              {task: _beats(task_entry, floor[task])
                               for task, task_entry in entry['tasks'].items()})
     runs = [(out_dir, entry)] + [(sweep, other[encoder]) for sweep, other in others]
-    entry['pretraining_runs'] = [_pretraining_run(protocol, sweep, encoder, run)
+    entry['pretraining_runs'] = [_pretraining_run(protocol, sweep, encoder, run, floor)
                                  for sweep, run in runs if run['average'] is not None]
     if entry['average'] is not None and len(entry['pretraining_runs']) > 1:
       averages = [run['average'] for run in entry['pretraining_runs']]
@@ -181,8 +192,7 @@ def table(protocol, summary: dict, pretraining: dict) -> str:
                     f'{replication.format_rate(task_entry["learning_rate"])} |'
                     for task_entry in entry['tasks'].values())
     average = '—' if entry['average'] is None else f'{100 * entry["average"]["median"]:.1f}'
-    flags = ' / '.join({True: 'yes', False: 'no', None: '—'}[flag]
-                       for flag in entry['beats_random'].values()) or '(floor)'
+    flags = _flags(entry['beats_random']) or '(floor)'
     lines.append(f'| {replication.ENCODER_NAMES[encoder]} |{cells} {average} | {flags} | '
                  f'{_pretraining_columns(pretraining.get(encoder))} |')
   return '\n'.join(lines)
@@ -308,16 +318,19 @@ def pretraining_runs_section(protocol, summary: dict) -> list[str]:
   lines = ['', '## Pretraining runs', '',
            'Encoders pretrained more than once at this budget, each run fine-tuned with the '
            'protocol above (sweeps given by `--other_sweeps`; medians over seeds at each run\'s '
-           'chosen rates). The range of a row group\'s averages counts as seed spread in the '
+           'chosen rates, and whether they beat the random init above by more than the seed '
+           'spread). The range of a row group\'s averages counts as seed spread in the '
            'sentences above.', '',
-           '| encoder | pretraining seed | sweep | ' + ' | '.join(task_names) + ' | average |',
-           '|---' * (4 + len(task_names)) + '|']
+           '| encoder | pretraining seed | sweep | ' + ' | '.join(task_names) +
+           f' | average | beats random init ({" / ".join(task_names)}) |',
+           '|---' * (5 + len(task_names)) + '|']
   for encoder, runs in repeated.items():
     for run in runs:
       seed = 'unseeded' if run['pretraining_seed'] is None else run['pretraining_seed']
       medians = ' | '.join(f'{100 * run["medians"][task]:.1f}' for task in protocol.tasks)
       lines.append(f'| {replication.ENCODER_NAMES[encoder]} | {seed} | {run["sweep"]} | '
-                   f'{medians} | {100 * run["average"]:.1f} |')
+                   f'{medians} | {100 * run["average"]:.1f} | '
+                   f'{_flags(run["beats_random"])} |')
   return lines
 
 

@@ -275,7 +275,11 @@ class ReplicationTest(tf.test.TestCase):
     _commit_seeds(out, 'teams', [0.72, 0.70, 0.71])
     _commit_seeds(out, 'electra', [0.60, 0.62, 0.64])
     _commit_seeds(out, 'bert', [0.51, 0.55, 0.53])
-    _commit_seeds(other, 'bert', [0.40, 0.41, 0.42], settings=dict(pretraining_seed=2))
+    # Seed 2 averages 41.0, with STS-B beating random init where the first run did not.
+    _commit_seeds(other, 'bert', [0.30, 0.31, 0.32], tasks=('sst2', 'cola'),
+                  settings=dict(pretraining_seed=2))
+    _commit_seeds(other, 'bert', [0.60, 0.61, 0.62], tasks=('stsb',),
+                  settings=dict(pretraining_seed=2))
     _commit_seeds(other, 'teams', [0.9], tasks=('sst2',))  # Incomplete: not a run yet.
     alone = replication_report.summarize(self.protocol, out)
     self.assertNotIn('pretraining_range', alone['bert']['average'])
@@ -293,10 +297,12 @@ class ReplicationTest(tf.test.TestCase):
         'be needed to tell.',
         replication_report.paper_sentence(*replication_report.PAPER_CLAIMS[0], summary))
     text = replication_report.markdown(self.protocol, summary, {}, '# head')
-    self.assertIn('| encoder | pretraining seed | sweep | SST-2 | CoLA | STS-B | average |\n'
-                  '|---|---|---|---|---|---|---|\n'
-                  '| BERT | unseeded | out | 53.0 | 53.0 | 53.0 | 53.0 |\n'
-                  '| BERT | 2 | replication_seed2 | 41.0 | 41.0 | 41.0 | 41.0 |\n', text)
+    self.assertIn('| encoder | pretraining seed | sweep | SST-2 | CoLA | STS-B | average | '
+                  'beats random init (SST-2 / CoLA / STS-B) |\n'
+                  '|---|---|---|---|---|---|---|---|\n'
+                  '| BERT | unseeded | out | 53.0 | 53.0 | 53.0 | 53.0 | no / no / no |\n'
+                  '| BERT | 2 | replication_seed2 | 31.0 | 31.0 | 61.0 | 41.0 | no / no / yes |\n',
+                  text)
     self.assertNotIn('| TEAMS | unseeded', text)
 
   def test_write_report_writes_table_json_and_plots(self):
