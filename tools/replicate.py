@@ -3,6 +3,7 @@
   python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
   python tools/replicate.py --bert_steps=18000 --learning_dir=L --out_dir=R  # another budget
   python tools/replicate.py --encoders=electra --pretraining_seed=2 --learning_dir=L --out_dir=R
+      --random_init_dir=M  # another pretraining run; M: the main sweep's --out_dir
   python tools/replicate.py --report_only --other_sweeps=R  # R's runs widen the seed spread
 
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
@@ -53,6 +54,10 @@ _OTHER_SWEEPS = flags.DEFINE_list(
     'other_sweeps', [], 'Out dirs of this protocol over other pretraining runs of the encoders '
     '(e.g. benchmarks/replication_seed2): the report lists their GLUE averages and counts their '
     'range as seed spread in the paper sentences.')
+_RANDOM_INIT_DIR = flags.DEFINE_string(
+    'random_init_dir', None, 'Out dir whose random-init runs this sweep compares with instead of '
+    'fine-tuning its own (random init does not depend on the pretraining run: give a sweep of '
+    '--pretraining_seed the main sweep, e.g. benchmarks/replication).')
 
 
 def _fine_tune(fields):
@@ -74,10 +79,12 @@ def main(_):
       exp_factory.get_exp_config('bert_mini'), _BERT_STEPS.value,
       command_lines.tool_command(
           __file__,
-          (_BERT_STEPS, _SEEDS, _PRETRAINING_SEED, _LEARNING_DIR, _OUT_DIR, _OTHER_SWEEPS),
-          always=(_BERT_STEPS, _SEEDS)), _OTHER_SWEEPS.value)
+          (_BERT_STEPS, _SEEDS, _PRETRAINING_SEED, _LEARNING_DIR, _OUT_DIR, _OTHER_SWEEPS,
+           _RANDOM_INIT_DIR), always=(_BERT_STEPS, _SEEDS)),
+      _OTHER_SWEEPS.value, _RANDOM_INIT_DIR.value)
   if not _REPORT_ONLY.value:
-    encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
+    encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value
+                and not (encoder == replication.RANDOM and _RANDOM_INIT_DIR.value)]
     try:
       setup, flops = learning.default_setup(
           _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,

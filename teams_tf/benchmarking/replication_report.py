@@ -78,10 +78,11 @@ def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict, floor:
               average=entry['average']['median'])
 
 
-def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str) -> dict:
+def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str,
+                   encoders=replication.ENCODERS) -> dict:
   """{encoder: {'tasks', 'average'}} of one sweep, as `summarize` documents them."""
   summary = {}
-  for encoder in replication.ENCODERS:
+  for encoder in encoders:
     tasks = {task: _task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
     average = None
     if all(entry['complete'] for entry in tasks.values()):
@@ -91,7 +92,8 @@ def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str) -> dict
   return summary
 
 
-def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps=()) -> dict:
+def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps=(),
+              random_init_dir=None) -> dict:
   """Every encoder's per-task entries, random-init flags and average over tasks.
 
   Args:
@@ -99,6 +101,9 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     out_dir: the sweep's committed unit results.
     other_sweeps: unit results of the same protocol over other pretraining runs of the encoders
       (`tools/replicate.py --pretraining_seed`'s --out_dir).
+    random_init_dir: the sweep whose random-init units to compare with, when not `out_dir`
+      (random init does not depend on the pretraining run, so a sweep of another run reuses
+      the main sweep's).
 
   Returns:
     {encoder: {'tasks': {task: {'learning_rate' (None until chosen), 'seed_one' (rate ->
@@ -111,6 +116,8 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     random init), 'average'}] of the complete runs, this sweep's first}}, scores in [-1, 1].
   """
   summary = _sweep_summary(protocol, out_dir)
+  if random_init_dir:
+    summary.update(_sweep_summary(protocol, random_init_dir, (replication.RANDOM,)))
   floor = summary[replication.RANDOM]['tasks']
   others = [(sweep, _sweep_summary(protocol, sweep)) for sweep in other_sweeps]
   for encoder, entry in summary.items():
@@ -232,7 +239,7 @@ def at_grid_top(protocol, summary: dict) -> list[tuple[str, str]]:
 
 
 def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_report: str,
-             command: str) -> str:
+             command: str, random_init=None) -> str:
   """The report's title and how its runs were made.
 
   Args:
@@ -243,6 +250,8 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
       budget and the pretraining seed.
     learning_report: the learning benchmark's report, relative to the replication's.
     command: the `tools/replicate.py` command line that writes the report.
+    random_init: the sweep whose random-init runs the report uses, relative to the
+      replication's; None for its own.
   """
   budgets = {result['setup']['max_train_flops'] for result in pretraining.values()}
   budget = (f'{budgets.pop():.3g} training FLOPs, the cost of ' if len(budgets) == 1
@@ -275,7 +284,10 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
       'learning rate picked on the dev set from seed 1 alone, the same way for every encoder, '
       'and the dev score at the end of fine-tuning (the TEAMS paper reports the best one '
       'during fine-tuning). Training minutes are the pretraining runs\' wall time on the '
-      'machines the learning report names.'])
+      'machines the learning report names.' + (
+          f' The random-init rows are the runs in `{random_init}`: random init does not depend '
+          'on the pretraining run, so this sweep fine-tunes none of its own.' if random_init
+          else '')])
 
 
 def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
@@ -387,18 +399,19 @@ def plot_glue(protocol, summary: dict, path: str) -> None:
 
 
 def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: int,
-                 command: str, other_sweeps=()) -> str:
+                 command: str, other_sweeps=(), random_init_dir=None) -> str:
   """Writes replication.{md,json}, pretraining.png and glue.png to `out_dir`; returns the table.
 
-  Reads the committed unit results in `out_dir` and `other_sweeps` (`summarize`) and the
-  learning results in `learning_dir`; `command` is the tools/replicate.py command line the
-  report names.
+  Reads the committed unit results in `out_dir`, `other_sweeps` and `random_init_dir`
+  (`summarize`) and the learning results in `learning_dir`; `command` is the tools/replicate.py
+  command line the report names.
   """
   os.makedirs(out_dir, exist_ok=True)
   pretraining = learning.load_results(learning_dir)
-  summary = summarize(protocol, out_dir, other_sweeps)
+  summary = summarize(protocol, out_dir, other_sweeps, random_init_dir)
   head = preamble(protocol, recipe, bert_steps, pretraining,
-                  os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir), command)
+                  os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir), command,
+                  random_init_dir and os.path.relpath(random_init_dir, out_dir))
   atomic_files.write_text(os.path.join(out_dir, 'replication.md'),
                           markdown(protocol, summary, pretraining, head))
   failing, _ = not_beating_random(summary)

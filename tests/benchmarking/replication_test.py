@@ -305,6 +305,24 @@ class ReplicationTest(tf.test.TestCase):
                   text)
     self.assertNotIn('| TEAMS | unseeded', text)
 
+  def test_a_sweep_of_another_pretraining_run_compares_with_the_main_random_init(self):
+    main, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
+    _commit_seeds(main, 'random', [0.50, 0.52, 0.54])
+    _commit_seeds(other, 'bert', [0.61, 0.62, 0.63], settings=dict(pretraining_seed=2))
+    alone = replication_report.summarize(self.protocol, other)
+    self.assertEqual({'sst2': None, 'cola': None, 'stsb': None}, alone['bert']['beats_random'])
+    learning_dir = os.path.join(self.get_temp_dir(), 'learning_seed2')
+    os.makedirs(learning_dir)
+    table = replication_report.write_report(
+        other, learning_dir, self.protocol, exp_factory.get_exp_config('bert_mini'), 9000,
+        'python tools/replicate.py', random_init_dir=main)
+    self.assertIn('| BERT | 62.0 (61.0–63.0) | 1e-4 |', table)
+    self.assertIn('| yes / yes / yes |', table)
+    self.assertIn('| random init | 52.0 (50.0–54.0) | 1e-4 |', table)
+    with open(os.path.join(other, 'replication.md')) as f:
+      self.assertIn('The random-init rows are the runs in `../out`: random init does not depend '
+                    'on the pretraining run', f.read())
+
   def test_write_report_writes_table_json_and_plots(self):
     # Another budget's results, as `tools/replicate.py --learning_dir` takes them.
     learning_dir = os.path.join(self.get_temp_dir(), 'budgets', 'learning_3000')
