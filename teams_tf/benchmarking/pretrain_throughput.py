@@ -129,8 +129,8 @@ def _machine():
       versions[package] = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
       versions[package] = None
-  cpu_flags = hardware.cpuinfo().get('flags', '').split()
-  return dict(cpu=hardware.cpu_model(), cpus=os.cpu_count(), avx512_bf16='avx512_bf16' in cpu_flags,
+  return dict(cpu=hardware.cpu_model(), cpus=os.cpu_count(),
+              avx512_bf16='avx512_bf16' in hardware.cpuinfo().get('flags', '').split(),
               memory_gib=memory_gib, platform=platform.platform(),
               python=platform.python_version(), tensorflow=tf.__version__,
               git_commit=commit + ('+uncommitted changes' if dirty else ''), **versions)

@@ -112,8 +112,9 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     'average': None until every task has every seed, else {'median': mean of the task medians,
     'spread': mean of the task min-max ranges, and with more than one pretraining run
     'pretraining_range': max - min of the runs' averages}, 'pretraining_runs': [{'sweep',
-    'pretraining_seed', 'medians' (task -> median), 'beats_random' (against this sweep's
-    random init), 'average'}] of the complete runs, this sweep's first}}, scores in [-1, 1].
+    'pretraining_seed', 'medians' (task -> median), 'beats_random' (against the random init
+    above: this sweep's, or `random_init_dir`'s), 'average'}] of the complete runs, this sweep's
+    first}}, scores in [-1, 1].
   """
   summary = _sweep_summary(protocol, out_dir)
   if random_init_dir:
