@@ -83,8 +83,11 @@ def main(_):
            _RANDOM_INIT_DIR), always=(_BERT_STEPS, _SEEDS)),
       _OTHER_SWEEPS.value, _RANDOM_INIT_DIR.value)
   if not _REPORT_ONLY.value:
-    encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value
-                and not (encoder == replication.RANDOM and _RANDOM_INIT_DIR.value)]
+    encoders = [encoder for encoder in replication.ENCODERS if encoder in _ENCODERS.value]
+    if _RANDOM_INIT_DIR.value and replication.RANDOM in encoders:
+      encoders.remove(replication.RANDOM)
+      print(f'not fine-tuning {replication.RANDOM}: --random_init_dir gives its runs '
+            f'({_RANDOM_INIT_DIR.value})')
     try:
       setup, flops = learning.default_setup(
           _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,

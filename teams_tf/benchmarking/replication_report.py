@@ -116,9 +116,12 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     above: this sweep's, or `random_init_dir`'s), 'average'}] of the complete runs, this sweep's
     first}}, scores in [-1, 1].
   """
-  summary = _sweep_summary(protocol, out_dir)
   if random_init_dir:
+    summary = _sweep_summary(protocol, out_dir, [e for e in replication.ENCODERS
+                                                 if e != replication.RANDOM])
     summary.update(_sweep_summary(protocol, random_init_dir, (replication.RANDOM,)))
+  else:
+    summary = _sweep_summary(protocol, out_dir)
   floor = summary[replication.RANDOM]['tasks']
   others = [(sweep, _sweep_summary(protocol, sweep)) for sweep in other_sweeps]
   for encoder, entry in summary.items():
