@@ -45,6 +45,11 @@ _SEED = flags.DEFINE_integer(
     'seed', None, 'Pretraining seed of every run (teams_tf.train --seed: weight initialization '
     'and sampling); unset, runs are unseeded, as the committed ones are.')
 
+_KEEP_CHECKPOINTS = flags.DEFINE_bool(
+    'keep_checkpoints', False, 'Keep every checkpoint of the runs (one per 500 steps), not the '
+    'last 2, to fine-tune the encoder along a run: tools/run_glue.py '
+    '--init_checkpoint=<run_dir>/ckpt-<step>.')
+
 
 def main(argv):
   del argv
@@ -57,7 +62,7 @@ def main(argv):
   try:
     setup, flops = learning.default_setup(
         _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
-        _INTERVAL.value, _SEED.value)
+        _INTERVAL.value, _SEED.value, _KEEP_CHECKPOINTS.value)
   except ValueError as e:
     sys.exit(f'error: {e}')
   # --objectives is left out: the report holds every result file in --out_dir, whichever

@@ -95,6 +95,10 @@ class Setup:
       objectives' sampling; None (the default, and the first runs') leaves them unseeded. The
       pretraining seed is what tells a recipe's effect from one run's luck; runs of another seed
       go to their own directories, and their results need their own `out_dir`.
+    keep_checkpoints: keep every checkpoint (one per `trainer.checkpoint_interval` steps), not
+      the recipe's last `trainer.max_to_keep`, so that the encoder can be fine-tuned at points
+      along the run (`tools/run_glue.py --init_checkpoint=<run_dir>/ckpt-<step>`). Training is
+      the same either way, so results compare across it.
   """
   train_input: str
   validation_input: str
@@ -107,14 +111,20 @@ class Setup:
   work_dir: str
   out_dir: str
   seed: Optional[int] = None
+  keep_checkpoints: bool = False
+
+
+# A CheckpointManager bound no run reaches: 500-step checkpoints of a 500M-step run.
+_EVERY_CHECKPOINT = 1_000_000
 
 
 def _comparable(setup: dict) -> dict:
-  """A written setup with the defaults of fields added since, and without `out_dir`: where a
-  result file sits says nothing about its run (a copy in another clone is reused)."""
+  """A written setup with the defaults of fields added since, and without `out_dir` and
+  `keep_checkpoints`: where a result file sits and how many checkpoints its run kept say nothing
+  about the run (a copy in another clone is reused)."""
   defaults = {field.name: field.default for field in dataclasses.fields(Setup)
               if field.default is not dataclasses.MISSING}
-  return {**defaults, **setup, 'out_dir': None}
+  return {**defaults, **setup, 'out_dir': None, 'keep_checkpoints': None}
 
 
 def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
@@ -202,8 +212,8 @@ def step_flops(vocab_size: int) -> dict[str, float]:
 
 
 def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
-                  bert_steps: int, validation_interval: int,
-                  seed: Optional[int] = None) -> tuple[Setup, dict[str, float]]:
+                  bert_steps: int, validation_interval: int, seed: Optional[int] = None,
+                  keep_checkpoints: bool = False) -> tuple[Setup, dict[str, float]]:
   """The benchmark's runs on the corpus: data built (`prepare_data`) and budget.
 
   Every objective trains on the same records with the same budget, the FLOPs of `bert_steps`
@@ -216,6 +226,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
     bert_steps: the budget in BERT-mini steps.
     validation_interval: steps between evaluations.
     seed: the runs' seed (`Setup.seed`).
+    keep_checkpoints: keep every checkpoint of the runs (`Setup.keep_checkpoints`).
 
   Returns:
     (Setup, objective -> training FLOPs of one step).
@@ -234,7 +245,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
       train_input=train, validation_input=valid, input_format='tfrecord', vocab_file=vocab,
       vocab_size=vocab_size, max_train_flops=float(bert_steps * flops['bert']),
       validation_interval=validation_interval, validation_steps=recipe.trainer.validation_steps,
-      work_dir=work_dir, out_dir=out_dir, seed=seed)
+      work_dir=work_dir, out_dir=out_dir, seed=seed, keep_checkpoints=keep_checkpoints)
   return setup, flops
 
 
@@ -278,6 +289,8 @@ def overrides(setup: Setup) -> str:
       'trainer.validation_interval': setup.validation_interval,
       'trainer.validation_steps': setup.validation_steps,
   }
+  if setup.keep_checkpoints:
+    fields['trainer.max_to_keep'] = _EVERY_CHECKPOINT
   return ','.join(f'{key}={value}' for key, value in fields.items())
 
 

@@ -7,6 +7,9 @@ from unittest import mock
 
 import tensorflow as tf
 
+from official.core import exp_factory
+from official.modeling.hyperparams import params_dict
+
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.preprocessing import record_format
@@ -122,6 +125,22 @@ class LearningTest(tf.test.TestCase):
       self.assertIn(field, override)
     self.assertEqual(f'--model_dir={setup.work_dir}/electra_1e+12flops', command[5])
     self.assertFalse([arg for arg in command if arg.startswith('--seed')])
+
+  def test_keep_checkpoints_keeps_every_checkpoint_and_is_the_same_run(self):
+    setup = dataclasses.replace(_setup(self.get_temp_dir()), keep_checkpoints=True)
+    params = exp_factory.get_exp_config('teams_mini')
+    self.assertEqual(2, params.trainer.max_to_keep)
+    params_dict.override_params_dict(params, learning.overrides(setup), is_strict=True)
+    # Every checkpoint of a million-step run (the replication's runs take 3,600-9,000 steps).
+    self.assertGreater(params.trainer.max_to_keep, 1_000_000 // params.trainer.checkpoint_interval)
+    self.assertNotIn('max_to_keep', learning.overrides(_setup(self.get_temp_dir())))
+    # A run that kept its checkpoints is reused by a command that does not ask for them.
+    os.makedirs(setup.out_dir)
+    result = dict(objective='bert', setup=dataclasses.asdict(setup), curve=[], targets=[])
+    with open(learning.result_path(setup, 'bert'), 'w') as f:
+      json.dump(result, f)
+    self.assertEqual(result, learning.run_objective(
+        'bert', dataclasses.replace(setup, keep_checkpoints=False), 3e9, log=lambda _: None))
 
   def test_a_seeded_run_has_its_own_directory_and_seeds_teams_tf_train(self):
     setup = dataclasses.replace(_setup(self.get_temp_dir()), seed=2)
