@@ -301,6 +301,22 @@ def _checkpoint_dir(replication: Replication, encoder: str) -> Optional[str]:
   return run_dir if run_dir and os.path.exists(os.path.join(run_dir, 'checkpoint')) else None
 
 
+def run_unit(replication: Replication, unit: Unit, fine_tune: Callable[[dict], None],
+             **settings) -> dict:
+  """Fine-tunes one unit (`run`'s `fine_tune`) and commits its result with `unit_settings`
+  and `settings`; returns the result."""
+  fields = sweep_settings(replication, unit)
+  fine_tune(fields)
+  with open(os.path.join(fields['output_dir'], unit.task, f'seed_{unit.seed}',
+                         'result.json')) as f:
+    result = json.load(f)
+  result.update(encoder=unit.encoder, learning_rate=unit.learning_rate,
+                settings={**unit_settings(replication, unit), **settings})
+  os.makedirs(os.path.dirname(unit_path(replication.out_dir, unit)), exist_ok=True)
+  atomic_files.write_json(unit_path(replication.out_dir, unit), result)
+  return result
+
+
 def run(replication: Replication, encoders, fine_tune: Callable[[dict], None],
         report: Callable[[], str], log=print, clock=time.monotonic) -> None:
   """Fine-tunes, in `plan` order, every unit of `encoders` without a committed result.
@@ -336,15 +352,7 @@ def run(replication: Replication, encoders, fine_tune: Callable[[dict], None],
     position, unit = to_do[0]
     log(f'[{position}/{len(units)}] {unit}')
     start = clock()
-    fields = sweep_settings(replication, unit)
-    fine_tune(fields)
-    with open(os.path.join(fields['output_dir'], unit.task, f'seed_{unit.seed}',
-                           'result.json')) as f:
-      result = json.load(f)
-    result.update(encoder=unit.encoder, learning_rate=unit.learning_rate,
-                  settings=unit_settings(replication, unit))
-    os.makedirs(os.path.join(out_dir, unit.encoder), exist_ok=True)
-    atomic_files.write_json(unit_path(out_dir, unit), result)
+    result = run_unit(replication, unit, fine_tune)
     durations.append(clock() - start)
     left = len(to_do) - 1
     log(f'done {unit}: dev {result["headline_metric"]} {headline(result):.4f} in '

@@ -31,7 +31,7 @@ PAPER_CLAIMS = (
 MIN_TASKS_BEATEN = 2
 
 
-def _task_summary(protocol, out_dir, encoder, task):
+def task_summary(protocol, out_dir, encoder, task):
   """One encoder's seed-1 scores per rate, and its seeds at the chosen rate (`summarize`)."""
   rate = replication.choose_learning_rate(protocol, out_dir, encoder, task)
   seed_one = {replication.format_rate(r): replication.read_unit(
@@ -48,7 +48,7 @@ def _task_summary(protocol, out_dir, encoder, task):
   return entry
 
 
-def _beats(entry, floor):
+def beats(entry, floor):
   """Median gap larger than both seed spreads; None until both have every seed."""
   if not (entry['complete'] and floor['complete']):
     return None
@@ -56,7 +56,7 @@ def _beats(entry, floor):
   return entry['median'] - floor['median'] > spread
 
 
-def _flags(beats_random: dict) -> str:
+def flags_text(beats_random: dict) -> str:
   """'yes / no / —' for beating random init on each task (— undecided); '' for random init."""
   return ' / '.join({True: 'yes', False: 'no', None: '—'}[flag] for flag in beats_random.values())
 
@@ -73,7 +73,7 @@ def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict, floor:
   return dict(sweep=os.path.basename(os.path.normpath(sweep_dir)),
               pretraining_seed=settings.get('pretraining_seed'),
               medians={task: task_entry['median'] for task, task_entry in entry['tasks'].items()},
-              beats_random={task: _beats(task_entry, floor[task])
+              beats_random={task: beats(task_entry, floor[task])
                             for task, task_entry in entry['tasks'].items()},
               average=entry['average']['median'])
 
@@ -83,7 +83,7 @@ def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str,
   """{encoder: {'tasks', 'average'}} of one sweep, as `summarize` documents them."""
   summary = {}
   for encoder in encoders:
-    tasks = {task: _task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
+    tasks = {task: task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
     average = None
     if all(entry['complete'] for entry in tasks.values()):
       average = dict(median=float(np.mean([e['median'] for e in tasks.values()])),
@@ -126,7 +126,7 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
   others = [(sweep, _sweep_summary(protocol, sweep)) for sweep in other_sweeps]
   for encoder, entry in summary.items():
     entry['beats_random'] = ({} if encoder == replication.RANDOM else
-                             {task: _beats(task_entry, floor[task])
+                             {task: beats(task_entry, floor[task])
                               for task, task_entry in entry['tasks'].items()})
     runs = [(out_dir, entry)] + [(sweep, other[encoder]) for sweep, other in others]
     entry['pretraining_runs'] = [_pretraining_run(protocol, sweep, encoder, run, floor)
@@ -174,7 +174,8 @@ def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
           f'this scale ({details}) the ordering {verdict}{tail}.')
 
 
-def _cell(entry, seeds):
+def cell(entry, seeds):
+  """'median (min–max)' x 100 of a `task_summary` entry, with the seed count while incomplete."""
   if not entry['values']:
     return 'not run yet'
   text = f'{100 * entry["median"]:.1f} ({100 * entry["min"]:.1f}–{100 * entry["max"]:.1f})'
@@ -199,11 +200,11 @@ def table(protocol, summary: dict, pretraining: dict) -> str:
            'pretraining FLOPs | steps | training minutes |',
            '|---' * (6 + 2 * len(task_names)) + '|']
   for encoder, entry in summary.items():
-    cells = ''.join(f' {_cell(task_entry, protocol.seeds)} | '
+    cells = ''.join(f' {cell(task_entry, protocol.seeds)} | '
                     f'{replication.format_rate(task_entry["learning_rate"])} |'
                     for task_entry in entry['tasks'].values())
     average = '—' if entry['average'] is None else f'{100 * entry["average"]["median"]:.1f}'
-    flags = _flags(entry['beats_random']) or '(floor)'
+    flags = flags_text(entry['beats_random']) or '(floor)'
     lines.append(f'| {replication.ENCODER_NAMES[encoder]} |{cells} {average} | {flags} | '
                  f'{_pretraining_columns(pretraining.get(encoder))} |')
   return '\n'.join(lines)
@@ -346,11 +347,11 @@ def pretraining_runs_section(protocol, summary: dict) -> list[str]:
       medians = ' | '.join(f'{100 * run["medians"][task]:.1f}' for task in protocol.tasks)
       lines.append(f'| {replication.ENCODER_NAMES[encoder]} | {seed} | {run["sweep"]} | '
                    f'{medians} | {100 * run["average"]:.1f} | '
-                   f'{_flags(run["beats_random"])} |')
+                   f'{flags_text(run["beats_random"])} |')
   return lines
 
 
-def _pyplot():
+def load_pyplot():
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
@@ -359,7 +360,7 @@ def _pyplot():
 
 def plot_pretraining(pretraining: dict, path: str) -> None:
   """Held-out MLM accuracy against training FLOPs, every objective on one figure."""
-  pyplot = _pyplot()
+  pyplot = load_pyplot()
   figure, axis = pyplot.subplots(figsize=(6, 4))
   for objective, result in pretraining.items():
     rows = [row for row in result['curve'] if 'mlm_accuracy' in row]
@@ -375,7 +376,7 @@ def plot_pretraining(pretraining: dict, path: str) -> None:
 
 def plot_glue(protocol, summary: dict, path: str) -> None:
   """One panel per task: medians with min-max bars; random init's median a dashed line."""
-  pyplot = _pyplot()
+  pyplot = load_pyplot()
   figure, axes = pyplot.subplots(1, len(protocol.tasks), figsize=(4.5 * len(protocol.tasks), 3.8),
                                  squeeze=False)
   pretrained = [e for e in replication.ENCODERS if e != replication.RANDOM]

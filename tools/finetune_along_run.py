@@ -1,0 +1,94 @@
+"""One pretraining run fine-tuned on GLUE at checkpoints along it, with the replication's protocol.
+
+  python tools/benchmark_learning.py --objectives=teams --seed=2 --keep_checkpoints \
+      --out_dir=benchmarks/learning_seed2
+  python tools/replicate.py --encoders=teams --pretraining_seed=2 \
+      --learning_dir=benchmarks/learning_seed2 --out_dir=benchmarks/replication_seed2 \
+      --random_init_dir=benchmarks/replication
+  python tools/finetune_along_run.py --encoder=teams --steps=1500,3000,4500 \
+      --learning_dir=benchmarks/learning_seed2 --replication_dir=benchmarks/replication_seed2 \
+      --out_dir=benchmarks/along_run_seed2
+
+Fine-tunes the run's checkpoints at --steps (`teams_tf/benchmarking/along_run.py`) at the
+learning rates the replication chose for its last checkpoint, and writes
+<out_dir>/<encoder>.{md,json,png}: GLUE dev against pretraining FLOPs, from random init to the
+replication's row. Rerunning skips finished units. Run it on an idle machine.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.benchmarking import along_run
+from teams_tf.benchmarking import replication
+from teams_tf.finetuning import glue
+from teams_tf.finetuning import sweep
+from teams_tf.utils import command_lines
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_BENCHMARKS = os.path.join(_ROOT, 'benchmarks')
+_ENCODER = flags.DEFINE_enum(
+    'encoder', None, [e for e in replication.ENCODERS if e != replication.RANDOM],
+    'The pretraining run\'s objective.')
+_STEPS = flags.DEFINE_list('steps', None, 'Checkpoint steps to fine-tune, before the run\'s last.')
+_LEARNING_DIR = flags.DEFINE_string(
+    'learning_dir', os.path.join(_BENCHMARKS, 'learning'),
+    "The run's learning result (benchmark_learning.py's --out_dir).")
+_REPLICATION_DIR = flags.DEFINE_string(
+    'replication_dir', os.path.join(_BENCHMARKS, 'replication'),
+    "The run's replication (replicate.py's --out_dir), which has fine-tuned its last checkpoint.")
+_RANDOM_INIT_DIR = flags.DEFINE_string(
+    'random_init_dir', os.path.join(_BENCHMARKS, 'replication'),
+    'The replication whose random-init runs are the floor.')
+_OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_BENCHMARKS, 'along_run'),
+                               'Committed unit results and the report.')
+_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+                                'Pretraining run directories, GLUE records and sweep runs.')
+_GLUE_DIR = flags.DEFINE_string('glue_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'glue'),
+                                'GLUE download with SST-2/, CoLA/ and STS-B/.')
+_SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds per step and task.')
+_REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
+flags.mark_flags_as_required(['encoder', 'steps'])
+flags.register_validator('steps', lambda steps: all(s.isdigit() and int(s) > 0 for s in steps),
+                         'give positive integers, e.g. --steps=1500,3000.')
+
+
+def _fine_tune(fields):
+  settings = sweep.SweepSettings(**fields)
+  try:
+    plan = sweep.prepare(settings)
+  except ValueError as e:
+    sys.exit(f'error: {e}')
+  sweep.run(settings, plan)
+
+
+def main(_):
+  try:
+    protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
+    runs, pretraining = along_run.run_sweep(protocol, _ENCODER.value, _LEARNING_DIR.value,
+                                  _REPLICATION_DIR.value, _WORK_DIR.value)
+    along = along_run.AlongRun(_ENCODER.value, tuple(sorted({int(s) for s in _STEPS.value})),
+                               runs, _RANDOM_INIT_DIR.value, _OUT_DIR.value, _WORK_DIR.value)
+    command = command_lines.tool_command(
+        __file__, (_ENCODER, _STEPS, _SEEDS, _LEARNING_DIR, _REPLICATION_DIR, _RANDOM_INIT_DIR,
+                   _OUT_DIR), always=(_ENCODER, _STEPS))
+
+    def report():
+      return along_run.write_report(along, _LEARNING_DIR.value, command)
+
+    if not _REPORT_ONLY.value:
+      along_run.check(along)
+      replication.prepare_glue(protocol, _GLUE_DIR.value, pretraining['setup']['vocab_file'],
+                               runs.data_dir, glue.convert_tsv)
+      along_run.run(along, _fine_tune, report)
+    report()
+  except ValueError as e:
+    sys.exit(f'error: {" ".join(str(e).split())}')
+  print(f'report: {along_run.report_path(along)}')
+
+
+if __name__ == '__main__':
+  app.run(main)
