@@ -99,16 +99,17 @@ def learning_rates(sweep: replication.Replication, encoder: str) -> dict[str, fl
 def check(along: AlongRun) -> None:
   """Raises ValueError when a step to run is not a kept checkpoint before the run's last, or a
   committed unit was run with other settings."""
+  to_run = set()
   for step, unit in plan(along):
     sweep = step_sweep(along, step)
     result = replication.read_unit(sweep.out_dir, unit)
-    expected = dict(replication.unit_settings(sweep, unit), pretraining_step=step)
-    if result is not None and result.get('settings') != expected:
+    if result is None:
+      to_run.add(step)
+    elif result.get('settings') != dict(replication.unit_settings(sweep, unit),
+                                        pretraining_step=step):
       raise ValueError(f'{replication.unit_path(sweep.out_dir, unit)} was run with other '
                        f'settings ({result.get("settings")}); move it away or choose another '
                        '--out_dir.')
-  to_run = {step for step, unit in plan(along)
-            if replication.read_unit(step_sweep(along, step).out_dir, unit) is None}
   run_dir = along.sweep.run_dirs[along.encoder]
   kept = kept_steps(run_dir)
   earlier = kept[:-1]
