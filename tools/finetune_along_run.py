@@ -56,14 +56,6 @@ flags.register_validator('steps', lambda steps: all(s.isdigit() and int(s) > 0 f
                          'give positive integers, e.g. --steps=1500,3000.')
 
 
-def _fine_tune(fields):
-  settings = sweep.SweepSettings(**fields)
-  try:
-    plan = sweep.prepare(settings)
-  except ValueError as e:
-    sys.exit(f'error: {e}')
-  sweep.run(settings, plan)
-
 
 def main(_):
   try:
@@ -83,7 +75,7 @@ def main(_):
       along_run.check(along)
       replication.prepare_glue(protocol, _GLUE_DIR.value, pretraining['setup']['vocab_file'],
                                runs.data_dir, glue.convert_tsv)
-      along_run.run(along, _fine_tune, report)
+      along_run.run(along, sweep.run_fields, report)
     report()
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')

@@ -60,14 +60,6 @@ _RANDOM_INIT_DIR = flags.DEFINE_string(
     '--pretraining_seed the main sweep, e.g. benchmarks/replication).')
 
 
-def _fine_tune(fields):
-  settings = sweep.SweepSettings(**fields)
-  try:
-    plan = sweep.prepare(settings)
-  except ValueError as e:
-    sys.exit(f'error: {e}')
-  sweep.run(settings, plan)
-
 
 def main(_):
   try:
@@ -94,9 +86,9 @@ def main(_):
           _BERT_STEPS.value, learning.VALIDATION_INTERVAL, _PRETRAINING_SEED.value)
       runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
                                  _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
+      replication.run(runs, encoders, sweep.run_fields, report)
     except ValueError as e:
       sys.exit(f'error: {" ".join(str(e).split())}')
-    replication.run(runs, encoders, _fine_tune, report)
   report()
   print(f'report: {os.path.join(_OUT_DIR.value, "replication.md")}')
 

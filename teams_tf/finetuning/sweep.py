@@ -259,3 +259,14 @@ def run(settings, plan):
              for run_dir in run_dirs.values()]
   return sweep_report.write_tables(results, settings.output_dir, plan.tasks, plan.seeds,
                                    settings.size, settings.init_checkpoint)
+
+
+def run_fields(fields: dict) -> str:
+  """`prepare` and `run` the sweep of `SweepSettings(**fields)`: the `fine_tune` of the
+  replication and of fine-tuning along a run (`benchmarking.replication.sweep_settings`).
+
+  Returns:
+    `run`'s table. Raises ValueError as `prepare` does.
+  """
+  settings = SweepSettings(**fields)
+  return run(settings, prepare(settings))

@@ -168,6 +168,14 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
       sweep.prepare(dataclasses.replace(settings,
                                         encoder_from=os.path.dirname(self.checkpoint)))
 
+  def test_run_fields_checks_every_setting_before_training(self):
+    output_dir = os.path.join(self.get_temp_dir(), 'fields')
+    with self.assertRaisesRegex(ValueError, r"Unknown --tasks \['sst3'\]"):
+      sweep.run_fields(dict(tasks=('sst2', 'sst3'), seeds='1', size='demo',
+                            data_dir=self.data_dir, init_checkpoint='', output_dir=output_dir,
+                            train_steps=2))
+    self.assertFalse(os.path.exists(output_dir))
+
 
 if __name__ == '__main__':
   tf.test.main()
