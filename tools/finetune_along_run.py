@@ -5,7 +5,7 @@
   python tools/replicate.py --encoders=teams --pretraining_seed=2 \
       --learning_dir=benchmarks/learning_seed2 --out_dir=benchmarks/replication_seed2 \
       --random_init_dir=benchmarks/replication
-  python tools/finetune_along_run.py --encoder=teams --steps=1500,3000,4500 \
+  python tools/finetune_along_run.py --encoder=teams --steps=1600,3100,4600 \
       --learning_dir=benchmarks/learning_seed2 --replication_dir=benchmarks/replication_seed2 \
       --out_dir=benchmarks/along_run_seed2
 
