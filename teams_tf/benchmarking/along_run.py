@@ -17,7 +17,7 @@ import dataclasses
 import os
 import re
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 from teams_tf.benchmarking import learning
 from teams_tf.benchmarking import replication
@@ -174,6 +174,14 @@ def run(along: AlongRun, fine_tune: Callable[[dict], None], report: Callable[[],
     log(report())
 
 
+def _interpolate(points: list[tuple[int, float]], step: int) -> Optional[float]:
+  """The value at `step` on the line through `points` (ascending steps); None outside them."""
+  for (left, low), (right, high) in zip(points, points[1:]):
+    if left <= step <= right:
+      return low + (high - low) * (step - left) / (right - left)
+  return points[0][1] if len(points) == 1 and points[0][0] == step else None
+
+
 def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
   """The rows of the report, random init (step 0) first and the replication's last checkpoint
   last.
@@ -184,7 +192,8 @@ def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
       step's FLOPs and training time.
 
   Returns:
-    [{'step', 'flops', 'train_seconds' (None where the run's curve has no row at the step),
+    [{'step', 'flops', 'train_seconds' (interpolated between the run's evaluations, which
+    fall between checkpoints; None outside them or where they lack a time),
     'tasks': {task: `replication_report.task_summary` entry}, 'average' (mean of the task
     medians, None until every task has every seed), 'beats_random': {task: True, False or None
     (undecided)}, empty for random init}].
@@ -197,13 +206,14 @@ def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
   floor = {task: replication_report.task_summary(protocol, along.random_init_dir,
                                                   replication.RANDOM, task)
            for task in protocol.tasks}
-  seconds = {row['step']: row.get('train_seconds') for row in pretraining['curve']}
+  timed = [(row['step'], row['train_seconds']) for row in pretraining['curve']
+           if row.get('train_seconds') is not None]
   last = pretraining['curve'][-1]['step']
   rows = [dict(step=0, flops=0.0, train_seconds=0.0, tasks=floor)]
   for step in list(along.steps) + [last]:
     out_dir = along.sweep.out_dir if step == last else step_sweep(along, step).out_dir
     rows.append(dict(step=step, flops=step * pretraining['flops_per_step'],
-                     train_seconds=seconds.get(step),
+                     train_seconds=_interpolate(timed, step),
                      tasks={task: replication_report.task_summary(
                          at_rate[task], out_dir, along.encoder, task)
                             for task in protocol.tasks}))

@@ -101,12 +101,17 @@ class AlongRunTest(tf.test.TestCase):
     self.assertGreater(os.path.getsize(os.path.join(self.out_dir, 'teams.png')), 1000)
 
   def test_a_half_run_step_is_reported_with_its_seed_count_and_undecided(self):
-    along = self._along((500,))
-    replication_test._commit(os.path.join(self.out_dir, 'step_500'), 'teams', 'sst2', 1e-4, 1,
+    # Checkpoints fall between evaluations (a run saves first at step 100): the training
+    # minutes are interpolated between those of the evaluations around it.
+    along = self._along((600,))
+    replication_test._commit(os.path.join(self.out_dir, 'step_600'), 'teams', 'sst2', 1e-4, 1,
                              0.45)
     text = along_run.write_report(along, self.learning_dir, 'cmd')
-    self.assertIn('| 500 | 3e+13 | 5.0 | 45.0 (45.0–45.0), 1/3 seeds | not run yet | not run yet '
-                  '| — | — / — / — |', text)
+    self.assertIn('| 600 | 3.6e+13 | 6.0 | 45.0 (45.0–45.0), 1/3 seeds | not run yet | not run '
+                  'yet | — | — / — / — |', text)
+    self.assertIn('| 1,500 | 9e+13 | 15.0 |', text)
+    self.assertIn('| 100 | 6e+12 | — |', along_run.write_report(
+        self._along((100,)), self.learning_dir, 'cmd'))
 
   def test_steps_must_be_kept_checkpoints_before_the_last(self):
     for steps, wrong in (((700,), '[700]'), ((500, 1500), '[1500]')):
