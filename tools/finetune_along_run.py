@@ -69,7 +69,7 @@ def main(_):
                    _OUT_DIR), always=(_ENCODER, _STEPS))
 
     def report():
-      return along_run.write_report(along, _LEARNING_DIR.value, command)
+      return along_run.write_report(along, pretraining, command)
 
     if not _REPORT_ONLY.value:
       along_run.check(along)

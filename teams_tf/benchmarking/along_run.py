@@ -19,6 +19,8 @@ import re
 import time
 from typing import Callable, Optional
 
+import numpy as np
+
 from teams_tf.benchmarking import learning
 from teams_tf.benchmarking import replication
 from teams_tf.benchmarking import replication_report
@@ -176,10 +178,9 @@ def run(along: AlongRun, fine_tune: Callable[[dict], None], report: Callable[[],
 
 def _interpolate(points: list[tuple[int, float]], step: int) -> Optional[float]:
   """The value at `step` on the line through `points` (ascending steps); None outside them."""
-  for (left, low), (right, high) in zip(points, points[1:]):
-    if left <= step <= right:
-      return low + (high - low) * (step - left) / (right - left)
-  return points[0][1] if len(points) == 1 and points[0][0] == step else None
+  value = np.interp(step, [p for p, _ in points], [v for _, v in points], left=np.nan,
+                    right=np.nan) if points else np.nan
+  return None if np.isnan(value) else float(value)
 
 
 def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
@@ -296,11 +297,11 @@ def report_path(along: AlongRun) -> str:
   return os.path.join(along.out_dir, f'{along.encoder}.md')
 
 
-def write_report(along: AlongRun, learning_dir: str, command: str) -> str:
-  """Writes `<encoder>.{md,json,png}` to `out_dir` from the committed units; returns the .md."""
-  pretraining = learning.load_results(learning_dir).get(along.encoder)
-  if pretraining is None or not pretraining['curve']:
-    raise ValueError(f'{learning_dir} has no finished {along.encoder} pretraining result.')
+def write_report(along: AlongRun, pretraining: dict, command: str) -> str:
+  """Writes `<encoder>.{md,json,png}` to `out_dir` from the committed units; returns the .md.
+
+  `pretraining` is the run's learning result (`run_sweep`'s).
+  """
   rows = summarize(along, pretraining)
   text = markdown(along, rows, command)
   os.makedirs(along.out_dir, exist_ok=True)

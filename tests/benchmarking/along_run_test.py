@@ -42,8 +42,8 @@ class AlongRunTest(tf.test.TestCase):
     self.protocol = replication.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
 
   def _along(self, steps):
-    runs, _ = along_run.run_sweep(self.protocol, 'teams', self.learning_dir,
-                                  self.replication_dir, self.work_dir)
+    runs, self.pretraining = along_run.run_sweep(self.protocol, 'teams', self.learning_dir,
+                                                 self.replication_dir, self.work_dir)
     return along_run.AlongRun('teams', steps, runs, self.random_dir, self.out_dir, self.work_dir)
 
   def _run(self, along, fake):
@@ -83,7 +83,7 @@ class AlongRunTest(tf.test.TestCase):
     self.assertEqual('18 of 18 fine-tuning unit(s) done, 0 to run', self._run(along, again)[0])
     self.assertEqual([], again.calls)
 
-    text = along_run.write_report(along, self.learning_dir, 'python tools/finetune_along_run.py')
+    text = along_run.write_report(along, self.pretraining, 'python tools/finetune_along_run.py')
     self.assertIn('at the rate the replication chose for the last checkpoint (SST-2 1e-4, CoLA '
                   '1e-4, STS-B 1e-4), seeds 1..3.', text)
     rows = [line for line in text.splitlines() if line.startswith('| ')][1:]
@@ -106,12 +106,12 @@ class AlongRunTest(tf.test.TestCase):
     along = self._along((600,))
     replication_test._commit(os.path.join(self.out_dir, 'step_600'), 'teams', 'sst2', 1e-4, 1,
                              0.45)
-    text = along_run.write_report(along, self.learning_dir, 'cmd')
+    text = along_run.write_report(along, self.pretraining, 'cmd')
     self.assertIn('| 600 | 3.6e+13 | 6.0 | 45.0 (45.0–45.0), 1/3 seeds | not run yet | not run '
                   'yet | — | — / — / — |', text)
     self.assertIn('| 1,500 | 9e+13 | 15.0 |', text)
     self.assertIn('| 100 | 6e+12 | — |', along_run.write_report(
-        self._along((100,)), self.learning_dir, 'cmd'))
+        self._along((100,)), self.pretraining, 'cmd'))
 
   def test_steps_must_be_kept_checkpoints_before_the_last(self):
     for steps, wrong in (((700,), '[700]'), ((500, 1500), '[1500]')):
