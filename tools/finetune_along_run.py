@@ -56,14 +56,14 @@ flags.register_validator('steps', lambda steps: all(s.isdigit() and int(s) > 0 f
                          'give positive integers, e.g. --steps=1500,3000.')
 
 
-
 def main(_):
   try:
     protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
     runs, pretraining = along_run.run_sweep(protocol, _ENCODER.value, _LEARNING_DIR.value,
-                                  _REPLICATION_DIR.value, _WORK_DIR.value)
+                                            _REPLICATION_DIR.value, _WORK_DIR.value)
     along = along_run.AlongRun(_ENCODER.value, tuple(sorted({int(s) for s in _STEPS.value})),
-                               runs, _RANDOM_INIT_DIR.value, _OUT_DIR.value, _WORK_DIR.value)
+                               runs, _RANDOM_INIT_DIR.value, _OUT_DIR.value, _WORK_DIR.value,
+                               along_run.learning_rates(runs, _ENCODER.value))
     command = command_lines.tool_command(
         __file__, (_ENCODER, _STEPS, _SEEDS, _LEARNING_DIR, _REPLICATION_DIR, _RANDOM_INIT_DIR,
                    _OUT_DIR), always=(_ENCODER, _STEPS))

@@ -39,6 +39,8 @@ class AlongRun:
     random_init_dir: the replication whose random-init units are the floor (step 0).
     out_dir: the units' results and the report.
     work_dir: the sweeps' run directories (`<work_dir>/along_step_<N>`).
+    rates: task -> the rate the replication chose for the run's last checkpoint
+      (`learning_rates`), at which every step is fine-tuned.
   """
   encoder: str
   steps: tuple[int, ...]
@@ -46,6 +48,7 @@ class AlongRun:
   random_init_dir: str
   out_dir: str
   work_dir: str
+  rates: dict[str, float]
 
 
 def run_sweep(protocol: replication.FineTuneProtocol, encoder: str, learning_dir: str,
@@ -141,8 +144,7 @@ def step_sweep(along: AlongRun, step: int) -> replication.Replication:
 
 def plan(along: AlongRun) -> list[tuple[int, replication.Unit]]:
   """Every (step, unit) in run order: each step's tasks and seeds, the earliest step first."""
-  rates = learning_rates(along.sweep, along.encoder)
-  return [(step, replication.Unit(along.encoder, task, rates[task], seed))
+  return [(step, replication.Unit(along.encoder, task, along.rates[task], seed))
           for step in along.steps for task in along.sweep.protocol.tasks
           for seed in range(1, along.sweep.protocol.seeds + 1)]
 
@@ -200,10 +202,9 @@ def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
     (undecided)}, empty for random init}].
   """
   protocol = along.sweep.protocol
-  rates = learning_rates(along.sweep, along.encoder)
   # Each task at its one rate, so that `task_summary` reads the seeds there.
   at_rate = {task: dataclasses.replace(protocol, learning_rates=(rate,))
-             for task, rate in rates.items()}
+             for task, rate in along.rates.items()}
   floor = {task: replication_report.task_summary(protocol, along.random_init_dir,
                                                   replication.RANDOM, task)
            for task in protocol.tasks}
@@ -231,7 +232,6 @@ def markdown(along: AlongRun, rows: list[dict], command: str) -> str:
   """The report: how its runs were made and one row per step."""
   protocol = along.sweep.protocol
   name = replication.ENCODER_NAMES[along.encoder]
-  rates = learning_rates(along.sweep, along.encoder)
   tasks = [replication.GLUE_TASKS[task] for task in protocol.tasks]
   seed = along.sweep.pretraining_seed
   lines = [
@@ -241,14 +241,15 @@ def markdown(along: AlongRun, rows: list[dict], command: str) -> str:
       f'{along.sweep.max_train_flops:.3g} FLOPs) fine-tuned at earlier checkpoints with the '
       f'replication\'s protocol ({protocol.epochs:g} epochs of `glue_<task>_{protocol.size}`, '
       f'T = {protocol.max_seq_length}), at the rate the replication chose for the last '
-      'checkpoint (' + ', '.join(f'{task_name} {replication.format_rate(rates[task])}'
+      'checkpoint (' + ', '.join(f'{task_name} {replication.format_rate(along.rates[task])}'
                                  for task, (task_name, _) in zip(protocol.tasks, tasks)) +
       f'), seeds 1..{protocol.seeds}. The last row is the replication\'s own runs '
       f'(`{os.path.relpath(along.sweep.out_dir, along.out_dir)}`), the step-0 row its '
       f'random-init encoder at its own chosen rates '
       f'(`{os.path.relpath(along.random_init_dir, along.out_dir)}`). Cells: dev score x 100, '
       'median (min–max) over seeds; "beats random init": median gap larger than both seed '
-      'spreads.', '',
+      'spreads. Training minutes are the run\'s, interpolated between its evaluations, which '
+      'fall between checkpoints.', '',
       '| pretraining step | FLOPs | training minutes | ' +
       ' | '.join(f'{task_name} {metric}' for task_name, metric in tasks) +
       ' | average | beats random init (' + ' / '.join(t for t, _ in tasks) + ') |',
@@ -309,7 +310,7 @@ def write_report(along: AlongRun, pretraining: dict, command: str) -> str:
   atomic_files.write_text(path, text)
   atomic_files.write_json(path[:-len('.md')] + '.json', dict(
       encoder=along.encoder, pretraining_seed=along.sweep.pretraining_seed,
-      learning_rates=learning_rates(along.sweep, along.encoder), rows=rows,
+      learning_rates=along.rates, rows=rows,
       protocol=dataclasses.asdict(along.sweep.protocol)))
   plot(along, rows, path[:-len('.md')] + '.png')
   return text

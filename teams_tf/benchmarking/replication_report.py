@@ -310,6 +310,10 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
   lines += [f'- {paper_sentence(*claim, summary)}' for claim in PAPER_CLAIMS]
   lines += pretraining_runs_section(protocol, summary)
   lines += ['', '## Seed 1 at each learning rate', '',
+            'The runs that chose each rate in the table above'
+            + (' (other pretraining runs\' are in their own sweeps\' reports)'
+               if any(len(entry['pretraining_runs']) > 1 for entry in summary.values())
+               else '') + '.', '',
             '| encoder | ' + ' | '.join(protocol.tasks) + ' |', '|---' * (1 + len(protocol.tasks))
             + '|']
   for encoder, entry in summary.items():

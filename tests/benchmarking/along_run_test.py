@@ -44,7 +44,8 @@ class AlongRunTest(tf.test.TestCase):
   def _along(self, steps):
     runs, self.pretraining = along_run.run_sweep(self.protocol, 'teams', self.learning_dir,
                                                  self.replication_dir, self.work_dir)
-    return along_run.AlongRun('teams', steps, runs, self.random_dir, self.out_dir, self.work_dir)
+    return along_run.AlongRun('teams', steps, runs, self.random_dir, self.out_dir, self.work_dir,
+                              along_run.learning_rates(runs, 'teams'))
 
   def _run(self, along, fake):
     lines = []
@@ -141,7 +142,7 @@ class AlongRunTest(tf.test.TestCase):
     os.remove(replication.unit_path(self.replication_dir,
                                     replication.Unit('teams', 'cola', 3e-4, 1)))
     with self.assertRaisesRegex(ValueError, 'has not chosen the teams learning rate of cola yet'):
-      along_run.plan(self._along((500,)))
+      self._along((500,))
     with self.assertRaisesRegex(ValueError, 'has no finished bert pretraining run'):
       along_run.run_sweep(self.protocol, 'bert', self.learning_dir, self.replication_dir,
                           self.work_dir)
