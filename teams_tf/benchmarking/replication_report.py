@@ -111,7 +111,8 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     'median', 'min', 'max'}}, 'beats_random': {task: True, False or None (undecided)},
     'average': None until every task has every seed, else {'median': mean of the task medians,
     'spread': mean of the task min-max ranges, and with more than one pretraining run
-    'pretraining_range': max - min of the runs' averages}, 'pretraining_runs': [{'sweep',
+    'pretraining_range': max - min of the runs' averages, 'runs_mean': their mean},
+    'pretraining_runs': [{'sweep',
     'pretraining_seed', 'medians' (task -> median), 'beats_random' (against the random init
     above: this sweep's, or `random_init_dir`'s), 'average'}] of the complete runs, this sweep's
     first}}, scores in [-1, 1].
@@ -134,14 +135,16 @@ def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps
     if entry['average'] is not None and len(entry['pretraining_runs']) > 1:
       averages = [run['average'] for run in entry['pretraining_runs']]
       entry['average']['pretraining_range'] = max(averages) - min(averages)
+      entry['average']['runs_mean'] = sum(averages) / len(averages)
   return summary
 
 
 def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
   """Whether `claim` reproduces on the averages over tasks, by how much, against the spread.
 
-  A gap's spread is the larger of the two encoders' fine-tuning seed spreads and, where an
-  encoder was pretrained more than once, the range of its runs' averages.
+  Where an encoder was pretrained more than once, its side of a gap is the mean of its runs'
+  averages, not this sweep's run alone. A gap's spread is the larger of the two encoders'
+  fine-tuning seed spreads and the ranges of their runs' averages.
   """
   names = replication.ENCODER_NAMES
   missing = sorted({names[e] for pair in pairs for e in pair if summary[e]['average'] is None})
@@ -154,14 +157,19 @@ def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
     first, second = summary[a]['average'], summary[b]['average']
     fine_tuning = max(first['spread'], second['spread'])
     pretraining = max(first.get('pretraining_range', 0.0), second.get('pretraining_range', 0.0))
-    gaps.append((f'{names[a]} - {names[b]}', 100 * (first['median'] - second['median']),
-                 100 * max(fine_tuning, pretraining), pretraining > fine_tuning))
-  holds = all(gap > 0 for _, gap, _, _ in gaps)
-  within = [name for name, gap, spread, _ in gaps if abs(gap) <= spread]
+    means = ' and '.join(f'{names[e]} {len(summary[e]["pretraining_runs"])}' for e in (a, b)
+                         if 'runs_mean' in summary[e]['average'])
+    means = means and f'means over pretraining runs: {means}'
+    gaps.append((f'{names[a]} - {names[b]}',
+                 100 * (first.get('runs_mean', first['median']) -
+                        second.get('runs_mean', second['median'])),
+                 100 * max(fine_tuning, pretraining), pretraining > fine_tuning, means))
+  holds = all(gap[1] > 0 for gap in gaps)
+  within = [name for name, gap, spread, _, _ in gaps if abs(gap) <= spread]
   details = ', '.join(
-      f'{name} {gap:+.1f} points (seed spread {spread:.1f}'
+      f'{name} {gap:+.1f} points ({means + "; " if means else ""}seed spread {spread:.1f}'
       f'{" across pretraining runs" if of_pretraining else ""})'
-      for name, gap, spread, of_pretraining in gaps)
+      for name, gap, spread, of_pretraining, means in gaps)
   verdict = ('does not reproduce' if not holds else
              'holds on the medians' if within else 'reproduces')
   if within:
@@ -340,8 +348,8 @@ def pretraining_runs_section(protocol, summary: dict) -> list[str]:
            'Encoders pretrained more than once at this budget, each run fine-tuned with the '
            'protocol above (sweeps given by `--other_sweeps`; medians over seeds at each run\'s '
            'chosen rates, and whether they beat the random init above by more than the seed '
-           'spread). The range of a row group\'s averages counts as seed spread in the '
-           'sentences above.', '',
+           'spread). In the sentences above, the mean of a row group\'s averages is the '
+           'encoder\'s side of a gap, and their range counts as seed spread.', '',
            '| encoder | pretraining seed | sweep | ' + ' | '.join(task_names) +
            f' | average | beats random init ({" / ".join(task_names)}) |',
            '|---' * (5 + len(task_names)) + '|']
