@@ -164,7 +164,7 @@ def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
                  100 * (first.get('runs_mean', first['median']) -
                         second.get('runs_mean', second['median'])),
                  100 * max(fine_tuning, pretraining), pretraining > fine_tuning, means))
-  holds = all(gap[1] > 0 for gap in gaps)
+  holds = all(gap > 0 for _, gap, _, _, _ in gaps)
   within = [name for name, gap, spread, _, _ in gaps if abs(gap) <= spread]
   details = ', '.join(
       f'{name} {gap:+.1f} points ({means + "; " if means else ""}seed spread {spread:.1f}'
@@ -316,11 +316,11 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
               else '') + '.' + (f' {WHY_NOT_BEATING_RANDOM}' if failing else ''), '',
            '## The seed papers\' claims at this scale', '']
   lines += [f'- {paper_sentence(*claim, summary)}' for claim in PAPER_CLAIMS]
-  lines += pretraining_runs_section(protocol, summary)
+  other_runs = pretraining_runs_section(protocol, summary)
+  lines += other_runs
   lines += ['', '## Seed 1 at each learning rate', '',
             'The runs that chose each rate in the table above'
-            + (' (other pretraining runs\' are in their own sweeps\' reports)'
-               if any(len(entry['pretraining_runs']) > 1 for entry in summary.values())
+            + (' (other pretraining runs\' are in their own sweeps\' reports)' if other_runs
                else '') + '.', '',
             '| encoder | ' + ' | '.join(protocol.tasks) + ' |', '|---' * (1 + len(protocol.tasks))
             + '|']
