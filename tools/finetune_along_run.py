@@ -59,11 +59,9 @@ flags.register_validator('steps', lambda steps: all(s.isdigit() and int(s) > 0 f
 def main(_):
   try:
     protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
-    runs, pretraining = along_run.run_sweep(protocol, _ENCODER.value, _LEARNING_DIR.value,
-                                            _REPLICATION_DIR.value, _WORK_DIR.value)
-    along = along_run.AlongRun(_ENCODER.value, tuple(sorted({int(s) for s in _STEPS.value})),
-                               runs, _RANDOM_INIT_DIR.value, _OUT_DIR.value, _WORK_DIR.value,
-                               along_run.learning_rates(runs, _ENCODER.value))
+    along, pretraining = along_run.build(
+        protocol, _ENCODER.value, [int(step) for step in _STEPS.value], _LEARNING_DIR.value,
+        _REPLICATION_DIR.value, _RANDOM_INIT_DIR.value, _OUT_DIR.value, _WORK_DIR.value)
     command = command_lines.tool_command(
         __file__, (_ENCODER, _STEPS, _SEEDS, _LEARNING_DIR, _REPLICATION_DIR, _RANDOM_INIT_DIR,
                    _OUT_DIR), always=(_ENCODER, _STEPS))
@@ -74,7 +72,7 @@ def main(_):
     if not _REPORT_ONLY.value:
       along_run.check(along)
       replication.prepare_glue(protocol, _GLUE_DIR.value, pretraining['setup']['vocab_file'],
-                               runs.data_dir, glue.convert_tsv)
+                               along.sweep.data_dir, glue.convert_tsv)
       along_run.run(along, sweep.run_fields, report)
     report()
   except ValueError as e:

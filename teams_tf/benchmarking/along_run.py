@@ -40,7 +40,7 @@ class AlongRun:
     out_dir: the units' results and the report.
     work_dir: the sweeps' run directories (`<work_dir>/along_step_<N>`).
     rates: task -> the rate the replication chose for the run's last checkpoint
-      (`learning_rates`), at which every step is fine-tuned.
+      (`build`), at which every step is fine-tuned.
   """
   encoder: str
   steps: tuple[int, ...]
@@ -51,8 +51,8 @@ class AlongRun:
   rates: dict[str, float]
 
 
-def run_sweep(protocol: replication.FineTuneProtocol, encoder: str, learning_dir: str,
-              replication_dir: str, work_dir: str) -> tuple[replication.Replication, dict]:
+def _run_sweep(protocol: replication.FineTuneProtocol, encoder: str, learning_dir: str,
+               replication_dir: str, work_dir: str) -> tuple[replication.Replication, dict]:
   """The replication of `encoder`'s pretraining run, and the run's learning result.
 
   Args:
@@ -85,7 +85,7 @@ def kept_steps(run_dir: str) -> list[int]:
   return sorted(int(match.group(1)) for match in matches if match)
 
 
-def learning_rates(sweep: replication.Replication, encoder: str) -> dict[str, float]:
+def _learning_rates(sweep: replication.Replication, encoder: str) -> dict[str, float]:
   """Task -> the rate the replication chose for the run's last checkpoint.
 
   Raises:
@@ -99,6 +99,32 @@ def learning_rates(sweep: replication.Replication, encoder: str) -> dict[str, fl
                      f'{", ".join(missing)} yet: fine-tune the run\'s last checkpoint first '
                      f'(tools/replicate.py --encoders={encoder} with the same --out_dir).')
   return rates
+
+
+def build(protocol: replication.FineTuneProtocol, encoder: str, steps, learning_dir: str,
+          replication_dir: str, random_init_dir: str, out_dir: str,
+          work_dir: str) -> tuple[AlongRun, dict]:
+  """The AlongRun of `encoder`'s pretraining run at `steps`, and the run's learning result.
+
+  Args:
+    protocol: the replication's fine-tuning protocol.
+    encoder: the run's objective.
+    steps: checkpoint steps to fine-tune, in any order, repeats allowed.
+    learning_dir: the learning benchmark's result files (`tools/benchmark_learning.py`'s
+      --out_dir), whose `<encoder>.json` names the run's setup.
+    replication_dir: the replication of those runs (`tools/replicate.py`'s --out_dir), which has
+      chosen the last checkpoint's rates.
+    random_init_dir, out_dir, work_dir: as in `AlongRun`; `work_dir` also holds the run
+      directories and converted GLUE records (`--work_dir` of both tools).
+
+  Raises:
+    ValueError: `learning_dir` has no finished run of `encoder`, or `replication_dir` has not
+      chosen its rates yet.
+  """
+  sweep, pretraining = _run_sweep(protocol, encoder, learning_dir, replication_dir, work_dir)
+  along = AlongRun(encoder, tuple(sorted(set(steps))), sweep, random_init_dir, out_dir, work_dir,
+                   _learning_rates(sweep, encoder))
+  return along, pretraining
 
 
 def check(along: AlongRun) -> None:
@@ -301,7 +327,7 @@ def report_path(along: AlongRun) -> str:
 def write_report(along: AlongRun, pretraining: dict, command: str) -> str:
   """Writes `<encoder>.{md,json,png}` to `out_dir` from the committed units; returns the .md.
 
-  `pretraining` is the run's learning result (`run_sweep`'s).
+  `pretraining` is the run's learning result (`build`'s).
   """
   rows = summarize(along, pretraining)
   text = markdown(along, rows, command)

@@ -12,6 +12,7 @@ panel per task).
 
 import dataclasses
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +30,15 @@ PAPER_CLAIMS = (
 )
 # A pretrained encoder is flagged when it beats random init on fewer tasks than this.
 MIN_TASKS_BEATEN = 2
+
+
+class _Gap(NamedTuple):
+  """One pair of a paper's ordering: "a - b" in points, against the spread it is judged by."""
+  name: str
+  points: float
+  spread: float
+  of_pretraining: bool  # The spread is the range of the runs' averages, not the seeds'.
+  means: str  # Which sides are means over pretraining runs; '' if neither.
 
 
 def task_summary(protocol, out_dir, encoder, task):
@@ -160,16 +170,16 @@ def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
     means = ' and '.join(f'{names[e]} {len(summary[e]["pretraining_runs"])}' for e in (a, b)
                          if 'runs_mean' in summary[e]['average'])
     means = means and f'means over pretraining runs: {means}'
-    gaps.append((f'{names[a]} - {names[b]}',
-                 100 * (first.get('runs_mean', first['median']) -
-                        second.get('runs_mean', second['median'])),
-                 100 * max(fine_tuning, pretraining), pretraining > fine_tuning, means))
-  holds = all(gap > 0 for _, gap, _, _, _ in gaps)
-  within = [name for name, gap, spread, _, _ in gaps if abs(gap) <= spread]
+    gaps.append(_Gap(f'{names[a]} - {names[b]}',
+                     100 * (first.get('runs_mean', first['median']) -
+                            second.get('runs_mean', second['median'])),
+                     100 * max(fine_tuning, pretraining), pretraining > fine_tuning, means))
+  holds = all(gap.points > 0 for gap in gaps)
+  within = [gap.name for gap in gaps if abs(gap.points) <= gap.spread]
   details = ', '.join(
-      f'{name} {gap:+.1f} points ({means + "; " if means else ""}seed spread {spread:.1f}'
-      f'{" across pretraining runs" if of_pretraining else ""})'
-      for name, gap, spread, of_pretraining, means in gaps)
+      f'{gap.name} {gap.points:+.1f} points ({gap.means + "; " if gap.means else ""}seed spread '
+      f'{gap.spread:.1f}{" across pretraining runs" if gap.of_pretraining else ""})'
+      for gap in gaps)
   verdict = ('does not reproduce' if not holds else
              'holds on the medians' if within else 'reproduces')
   if within:

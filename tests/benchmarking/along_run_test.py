@@ -42,10 +42,10 @@ class AlongRunTest(tf.test.TestCase):
     self.protocol = replication.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
 
   def _along(self, steps):
-    runs, self.pretraining = along_run.run_sweep(self.protocol, 'teams', self.learning_dir,
-                                                 self.replication_dir, self.work_dir)
-    return along_run.AlongRun('teams', steps, runs, self.random_dir, self.out_dir, self.work_dir,
-                              along_run.learning_rates(runs, 'teams'))
+    along, self.pretraining = along_run.build(self.protocol, 'teams', steps, self.learning_dir,
+                                              self.replication_dir, self.random_dir,
+                                              self.out_dir, self.work_dir)
+    return along
 
   def _run(self, along, fake):
     lines = []
@@ -144,8 +144,8 @@ class AlongRunTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, 'has not chosen the teams learning rate of cola yet'):
       self._along((500,))
     with self.assertRaisesRegex(ValueError, 'has no finished bert pretraining run'):
-      along_run.run_sweep(self.protocol, 'bert', self.learning_dir, self.replication_dir,
-                          self.work_dir)
+      along_run.build(self.protocol, 'bert', (500,), self.learning_dir, self.replication_dir,
+                      self.random_dir, self.out_dir, self.work_dir)
 
 
 if __name__ == '__main__':
