@@ -9,7 +9,8 @@ GLUE records of `tools/replicate.py` (run it first), and writes
 `benchmarks/replication/probes_<task>[_<pooling>].{md,json}`: per encoder, the dev accuracy of a
 logistic regression (STS-B: the Spearman correlation of a ridge regression) on its pooled word
 embeddings and on each layer's output (`teams_tf/benchmarking/probing.py`). The random-init
-encoder has BERT-mini's shape, seed 0.
+encoder has BERT-mini's shape, seed 0. The probed encoders' rows are put into the report already
+there, so probing one new encoder keeps the others' rows.
 """
 
 import os
@@ -75,6 +76,8 @@ def main(argv):
       print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')
+  scores = probing.merge_scores(_OUT_DIR.value, _TASK.value, _POOLING.value, scores,
+                                [replication.ENCODER_NAMES[e] for e in replication.ENCODERS])
   pretrain_report.write_results(
       _OUT_DIR.value, probing.result_name(_TASK.value, _POOLING.value),
       probing.markdown(scores, _TASK.value, _POOLING.value, task_dir, command_lines.tool_command(

@@ -17,6 +17,9 @@ its [SEP] included, and segment 1) into u and v and probes [|u - v|, u * v], Sen
 for similarity: a linear model cannot compare two sentences from one average of both.
 """
 
+import json
+import os
+
 import numpy as np
 from scipy import stats
 from sklearn import linear_model
@@ -139,6 +142,31 @@ _POOLED = {'mean': 'mean-pooled', 'cls': 'at [CLS]',
 def result_name(task: str, pooling: str) -> str:
   """'probes_<task>', with '_<pooling>' unless it is 'mean': the report's file name."""
   return f'probes_{task}{"" if pooling == "mean" else "_" + pooling}'
+
+
+def merge_scores(out_dir: str, task: str, pooling: str, scores: dict[str, list[float]],
+                 order) -> dict[str, list[float]]:
+  """The rows of the committed `<out_dir>/<result_name>.json` with `scores`' rows put in.
+
+  A probe of some encoders adds their rows to the report (or replaces theirs) instead of dropping
+  the others', whose pretraining runs may no longer be on this machine.
+
+  Args:
+    out_dir, task, pooling: where the report is and which probe it holds.
+    scores: encoder name -> its row (embeddings, layer 1, ...), as `probe` returns.
+    order: encoder names in the order the report lists them; names not in it go last.
+
+  Returns:
+    Encoder name -> row, in `order`.
+  """
+  path = os.path.join(out_dir, result_name(task, pooling) + '.json')
+  merged = {}
+  if os.path.exists(path):
+    with open(path) as f:
+      merged = json.load(f)['scores']
+  merged.update(scores)
+  rank = {name: i for i, name in enumerate(order)}
+  return dict(sorted(merged.items(), key=lambda item: rank.get(item[0], len(rank))))
 
 
 def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: str,

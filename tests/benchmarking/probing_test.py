@@ -1,5 +1,6 @@
 """Linear probes of frozen encoders (`tools/probe_encoders.py`)."""
 
+import json
 import os
 
 import numpy as np
@@ -172,6 +173,24 @@ class ProbingTest(tf.test.TestCase):
     # Features that say nothing give constant predictions: no correlation, scored 0.
     self.assertEqual(0.0, probing.probe_score(np.ones((600, 2)), scores[train],
                                               np.ones((400, 2)), scores[dev], regression=True))
+
+  def test_probing_some_encoders_keeps_the_report_rows_of_the_others(self):
+    out_dir = self.get_temp_dir()
+    order = ['BERT', 'ELECTRA', 'TEAMS', 'random init']
+    # No report yet: the new rows alone, in the report's order.
+    self.assertEqual({'BERT': [0.5], 'random init': [0.4]}, probing.merge_scores(
+        out_dir, 'sst2', 'cls', {'random init': [0.4], 'BERT': [0.5]}, order))
+    with open(os.path.join(out_dir, 'probes_sst2_cls.json'), 'w') as f:
+      json.dump({'scores': {'BERT': [0.5], 'ELECTRA': [0.6], 'random init': [0.4]},
+                 'pooling': 'cls'}, f)
+    merged = probing.merge_scores(out_dir, 'sst2', 'cls', {'TEAMS': [0.7], 'ELECTRA': [0.65],
+                                                            'new': [0.1]}, order)
+    # A re-probed encoder's row is replaced, an unlisted one goes last.
+    self.assertEqual([('BERT', [0.5]), ('ELECTRA', [0.65]), ('TEAMS', [0.7]),
+                      ('random init', [0.4]), ('new', [0.1])], list(merged.items()))
+    # Another pooling's report is another file.
+    self.assertEqual({'TEAMS': [0.7]}, probing.merge_scores(out_dir, 'sst2', 'mean',
+                                                           {'TEAMS': [0.7]}, order))
 
   def test_missing_records_name_the_tool_that_writes_them(self):
     with self.assertRaisesRegex(ValueError, 'nothere.tfrecord does not exist: convert the task '
