@@ -20,13 +20,16 @@ from teams_tf.benchmarking import learning
 from teams_tf.benchmarking import replication
 from teams_tf.utils import atomic_files
 
-# (paper, claimed ordering, pairs (a, b) meaning "a fine-tunes better than b").
+# (paper, claimed ordering, pairs (a, b) meaning "a fine-tunes better than b"): each paper's
+# headline ordering, then the ablations the replication runs.
 PAPER_CLAIMS = (
     ('TEAMS', 'TEAMS > ELECTRA > BERT', (('teams', 'electra'), ('electra', 'bert'))),
     ('COCO-LM', 'COCO-LM > ELECTRA and COCO-LM > BERT',
      (('coco_lm', 'electra'), ('coco_lm', 'bert'))),
     ('TACO', 'TACO > BERT', (('taco', 'bert'),)),
     ('SCRIPT', 'SCRIPT > ELECTRA', (('script', 'electra'),)),
+    # Its ablation of partial layer sharing: 81.99 against 81.65 for Small++.
+    ('TEAMS', 'TEAMS > No Tie (Table 4)', (('teams', 'teams_no_tie'),)),
 )
 # A pretrained encoder is flagged when it beats random init on fewer tasks than this.
 MIN_TASKS_BEATEN = 2

@@ -256,6 +256,8 @@ class ReplicationTest(tf.test.TestCase):
         'at this scale (SCRIPT - ELECTRA -1.0 points (seed spread 5.0)) the ordering does not '
         'reproduce; SCRIPT - ELECTRA is within the seed spread, so more seeds or compute would '
         'be needed to tell.', sentences[3])
+    self.assertEqual('The TEAMS paper reports TEAMS > No Tie (Table 4) on GLUE: not enough runs '
+                     'yet (TEAMS (No Tie, Table 4) lacks a task or seed).', sentences[4])
     text = replication_report.markdown(self.protocol, summary, {}, '# head')
     self.assertIn('| TEAMS | 71.0 (70.0–72.0) | 1e-4 | 71.0 (70.0–72.0) | 1e-4 | '
                   '71.0 (70.0–72.0) | 1e-4 | 71.0 | yes / yes / yes | — | — | — |', text)
