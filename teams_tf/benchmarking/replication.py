@@ -26,14 +26,16 @@ RANDOM = 'random'
 # Mini variants under test (`learning.mini_runs`), each fine-tuned beside its objective: recipe
 # changes, which the replication keeps only if they make pretraining matter, and paper ablations
 # that ask why an objective does or does not (learning_recipe.md).
-VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'teams_no_tie')
+VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'teams_no_tie',
+            'teams_no_mws')
 ENCODERS = learning.OBJECTIVES + VARIANTS + (RANDOM,)
 ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
                  'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT',
                  'electra_corrupt15': 'ELECTRA (15% corrupted)',
                  'electra_text_rtd': 'ELECTRA (RTD without [CLS]/[SEP])',
                  'electra_rtd10': 'ELECTRA (RTD weight 10)',
-                 'teams_no_tie': 'TEAMS (No Tie, Table 4)', RANDOM: 'random init'}
+                 'teams_no_tie': 'TEAMS (No Tie, Table 4)', 'teams_no_mws': 'TEAMS without MWS',
+                 RANDOM: 'random init'}
 # Every mini objective keeps the same encoder; the random-init one is built like BERT's.
 SHAPE_FROM = 'bert'
 # Task -> (folder of the GLUE download, the headline metric that `sweep` reports first).

@@ -224,6 +224,16 @@ _VARIANTS = {
         'electra', 'the RTD loss weighted λ=10 instead of ELECTRA\'s 50 (a value of ELECTRA\'s '
         'own search grid; not its chosen setting)',
         lambda size, encoder: dict(rtd_loss_weight=10.0), ('mini',)),
+    # Not from a paper (Table 2's "Only RTD" is ELECTRA's layout, `teams_reimpl`): TEAMS' RTD
+    # alone at TEAMS' own layout, to tell what keeps TEAMS' features where ELECTRA's lose them
+    # (benchmarks/learning_recipe.md, "TEAMS without its shared layer").
+    # Its attention RTD head moves from layer L - 1 to L, which MWS's head would otherwise read:
+    # left on L - 1, layer L would get no gradient and be kept untrained.
+    'no_mws': _Variant(
+        'teams', 'TEAMS without the MWS loss and head (RTD at weight 5, attention head on layer L, '
+        'shared layer; not from a paper)',
+        lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers),
+        ('mini',)),
     # TACO §5.2 ablations and its MLM baseline.
     'concentrated': _Variant(
         'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',

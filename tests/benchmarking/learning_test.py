@@ -50,6 +50,14 @@ class LearningTest(tf.test.TestCase):
     self.assertEqual([dict(metric='mlm_accuracy', value=rows[-1]['mlm_accuracy'], target=0.45,
                            baseline=rows[-1]['mlm_context_free_accuracy'], met=True)], verdicts)
     self.assertFalse(learning.verdicts('bert', rows[0])[0]['met'])
+    # TEAMS without MWS reports no MWS metric and is held to the RTD and MLM targets only.
+    last = dict(mlm_accuracy=0.4, mlm_context_free_accuracy=0.14, rtd_auc=0.9,
+                rtd_context_free_auc=0.6)
+    self.assertEqual([('mlm_accuracy', True), ('rtd_auc', True)],
+                     [(v['metric'], v['met']) for v in learning.verdicts('teams_no_mws', last)])
+    with_mws = dict(last, mws_accuracy=0.3)
+    self.assertEqual(['mlm_accuracy', 'rtd_auc', 'mws_accuracy'],
+                     [v['metric'] for v in learning.verdicts('teams', with_mws)])
 
   def test_training_seconds_leave_out_evaluations_and_restarts(self):
     # 1 s per step, except 10 -> 15, which holds the evaluation at step 10 and a 1-hour restart.

@@ -272,7 +272,8 @@ class ReplicationTest(tf.test.TestCase):
         self.protocol, replication_report.summarize(self.protocol, out), {}, '# head'))
     self.assertIn('on at least 2 of the 3 tasks: BERT (not decided yet: MWS-only, COCO-LM, '
                   'TACO, ELECTRA (15% corrupted), ELECTRA (RTD without [CLS]/[SEP]), ELECTRA '
-                  '(RTD weight 10), TEAMS (No Tie, Table 4)). Why, measured with linear probes',
+                  '(RTD weight 10), TEAMS (No Tie, Table 4), TEAMS without MWS). Why, measured '
+                  'with linear probes',
                   text)
     # An ordering that holds on the medians but within the spread is not called reproduced.
     summary['teams']['average']['median'] = summary['electra']['average']['median'] + 0.01
