@@ -105,7 +105,6 @@ class ReplicationTest(tf.test.TestCase):
         validation_steps=exp_factory.get_exp_config('bert_mini').trainer.validation_steps,
         work_dir=os.path.join(root, 'w'), out_dir=os.path.join(root, 'o')), setup)
 
-
   def test_every_encoder_is_a_named_mini_run(self):
     # tools/replicate.py --encoders=<variant> needs its pretraining run and its report name.
     runs = learning.mini_runs()
@@ -114,6 +113,7 @@ class ReplicationTest(tf.test.TestCase):
       if encoder != replication.RANDOM:
         self.assertIn(encoder, runs)
     self.assertEqual('teams_mini_no_tie', runs['teams_no_tie'])
+
   def test_every_objective_pretrains_through_the_learning_benchmark_at_one_budget(self):
     setup = learning.Setup('t', 'v', 'tfrecord', 'vocab.txt', 100, 9e13, 10, 2, self.work_dir,
                            self.out_dir)
@@ -273,8 +273,7 @@ class ReplicationTest(tf.test.TestCase):
     self.assertIn('on at least 2 of the 3 tasks: BERT (not decided yet: MWS-only, COCO-LM, '
                   'TACO, ELECTRA (15% corrupted), ELECTRA (RTD without [CLS]/[SEP]), ELECTRA '
                   '(RTD weight 10), TEAMS (No Tie, Table 4), TEAMS without MWS). Why, measured '
-                  'with linear probes',
-                  text)
+                  'with linear probes', text)
     # An ordering that holds on the medians but within the spread is not called reproduced.
     summary['teams']['average']['median'] = summary['electra']['average']['median'] + 0.01
     self.assertIn('the ordering holds on the medians, but TEAMS - ELECTRA is within the seed '
