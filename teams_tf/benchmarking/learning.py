@@ -326,28 +326,30 @@ def curve(model_dir: str, flops_per_step: float) -> list[dict]:
   validation = run_summary.read_scalars(os.path.join(model_dir, 'validation'))
   train = run_summary.read_scalars(os.path.join(model_dir, 'train'))
   train_times = {step: row['wall_time'] for step, row in train.items()}
+  resumed = run_summary.resumed_steps(os.path.join(model_dir, 'train'))
   rows = []
   for step in sorted(validation):
     row = {k: v for k, v in validation[step].items() if k != 'wall_time'}
     row.update(step=step, flops=step * flops_per_step,
-               train_seconds=training_seconds(train_times, set(validation), step))
+               train_seconds=training_seconds(train_times, set(validation), step, resumed))
     rows.append(row)
   return rows
 
 
 def training_seconds(train_times: dict[int, float], evaluation_steps: set[int],
-                     step: int) -> Optional[float]:
+                     step: int, resumed: Optional[set[int]] = None) -> Optional[float]:
   """Seconds of training up to `step`, from the wall times of the training summaries.
 
   An interval between two summaries that starts at an evaluation step also holds that
-  evaluation, its checkpoint and, after a restart, the time the run was down (runs resume from
-  the checkpoints written there); such intervals are counted at the median seconds per step of
-  the other intervals. Time before the first summary (start-up, tracing) is not counted.
+  evaluation and its checkpoint; one that ends at the first summary of a restart also holds the
+  time the run was down. Such intervals are counted at the median seconds per step of the other
+  intervals. Time before the first summary (start-up, tracing) is not counted.
 
   Args:
     train_times: training summary step -> wall time in seconds.
     evaluation_steps: the steps after which the run evaluated.
     step: count up to this step.
+    resumed: the first summary step of each restart (`run_summary.resumed_steps`).
 
   Returns:
     Seconds, or None when fewer than two summaries reach `step`.
@@ -356,11 +358,13 @@ def training_seconds(train_times: dict[int, float], evaluation_steps: set[int],
   intervals = list(zip(steps, steps[1:]))
   if not intervals:
     return None
-  clean = sorted((train_times[b] - train_times[a]) / (b - a) for a, b in intervals
-                 if a not in evaluation_steps)
+  resumed = resumed or set()
+  is_clean = [a not in evaluation_steps and b not in resumed for a, b in intervals]
+  clean = sorted((train_times[b] - train_times[a]) / (b - a)
+                 for (a, b), ok in zip(intervals, is_clean) if ok)
   per_step = clean[len(clean) // 2] if clean else 0.0
-  return sum(train_times[b] - train_times[a] if a not in evaluation_steps else per_step * (b - a)
-             for a, b in intervals)
+  return sum(train_times[b] - train_times[a] if ok else per_step * (b - a)
+             for (a, b), ok in zip(intervals, is_clean))
 
 
 def verdicts(objective: str, last: dict) -> list[dict]:
@@ -474,6 +478,8 @@ def markdown(results: dict[str, dict], preamble: str) -> str:
     # Context-free baselines the run reported beyond its targets' (e.g. MWS's, beside chance).
     metrics += sorted({key for row in result['curve'] for key in row
                        if 'context_free' in key} - set(metrics))
+    # A variant that drops a loss (e.g. TEAMS without MWS) reports none of its metric.
+    metrics = [m for m in metrics if any(m in row for row in result['curve'])]
     lines += ['', f'## {mini_runs()[objective]}', '',
               f'{result["flops_per_step"]:.3g} training FLOPs per step; trained on '
               f'{result.get("machine", "a machine not recorded")}.', '',

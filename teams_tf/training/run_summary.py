@@ -37,6 +37,22 @@ def read_scalars(event_dir: str) -> dict[int, dict[str, float]]:
   return scalars
 
 
+def resumed_steps(event_dir: str) -> set[int]:
+  """The first summary step of each restart: of every events file under `event_dir` but the first.
+
+  Each start of a run writes a new events file, so the interval before such a step holds the time
+  the run was down, wherever the checkpoint it resumed from was written.
+  """
+  firsts = []
+  for path in sorted(glob.glob(os.path.join(event_dir, 'events.out.tfevents.*'))):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      if event.summary.value:
+        firsts.append(int(event.step))
+        break
+  return set(firsts[1:])
+
+
 def chance_level(metric: str, model_config) -> Optional[float]:
   """What guessing scores on `metric`: 0.5 for an AUC, 1/(K + 1) for MWS; None if unknown."""
   if metric.endswith('_auc'):

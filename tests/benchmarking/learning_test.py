@@ -13,6 +13,7 @@ from official.modeling.hyperparams import params_dict
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.preprocessing import record_format
+from teams_tf.training import run_summary
 from teams_tf.utils import hardware
 
 
@@ -24,6 +25,18 @@ def _write_events(directory, rows):
       for tag, value in values.items():
         tf.summary.scalar(tag, value, step=step)
   writer.close()
+
+
+def _write_timed_events(path, wall_times):
+  """An events file of training-loss summaries {step: wall_time}, after its header event."""
+  with tf.io.TFRecordWriter(path) as writer:
+    writer.write(tf.compat.v1.Event(wall_time=0.0, file_version='brain.Event:2')
+                 .SerializeToString())
+    for step, wall_time in wall_times.items():
+      summary = tf.compat.v1.Summary(
+          value=[tf.compat.v1.Summary.Value(tag='training_loss', simple_value=1.0)])
+      writer.write(tf.compat.v1.Event(wall_time=wall_time, step=step, summary=summary)
+                   .SerializeToString())
 
 
 def _setup(root):
@@ -65,6 +78,23 @@ class LearningTest(tf.test.TestCase):
     self.assertEqual(15.0, learning.training_seconds(times, {10, 20}, 20))
     self.assertEqual(5.0, learning.training_seconds(times, {10, 20}, 10))
     self.assertIsNone(learning.training_seconds(times, {10}, 5))
+    # A run killed after its checkpoint at step 12 and resumed there an hour later: the restart's
+    # first summary (15) does not follow an evaluation.
+    self.assertEqual(15.0, learning.training_seconds(times, {20}, 20, resumed={15}))
+
+  def test_curve_counts_no_downtime_of_a_run_resumed_between_evaluations(self):
+    model_dir = self.get_temp_dir()
+    _write_events(os.path.join(model_dir, 'validation'), {20: dict(mlm_accuracy=0.5)})
+    train_dir = os.path.join(model_dir, 'train')
+    os.makedirs(train_dir)
+    # 1 s per step; killed after a checkpoint at step 12, resumed there an hour later. Each start
+    # of the trainer writes its own events file.
+    _write_timed_events(os.path.join(train_dir, 'events.out.tfevents.1.host'),
+                        {5: 100.0, 10: 105.0})
+    _write_timed_events(os.path.join(train_dir, 'events.out.tfevents.2.host'),
+                        {15: 3710.0, 20: 3715.0})
+    self.assertEqual({15}, run_summary.resumed_steps(train_dir))
+    self.assertEqual(15.0, learning.curve(model_dir, flops_per_step=1.0)[0]['train_seconds'])
 
   def test_finished_objective_is_skipped_and_reported(self):
     setup = _setup(self.get_temp_dir())
@@ -99,9 +129,11 @@ class LearningTest(tf.test.TestCase):
       report = f.read()
     self.assertIn('| teams | rtd_auc | 0.900 | 0.85 | 0.500 | yes |', report)
     self.assertIn('| bert | mlm_accuracy | not run yet | 0.45 |', report)
-    # A context-free baseline the run reported is a curve column even when no target names it.
-    self.assertIn('| rtd_context_free_auc | mws_context_free_accuracy |\n', report)
-    self.assertIn('| 0.900 | — | — | — | 0.125 |\n', report)
+    # A context-free baseline the run reported is a curve column even when no target names it;
+    # a metric no evaluation reported (here all but two) is no column of dashes.
+    self.assertIn('| step | PFLOPs | training minutes | rtd_auc | mws_context_free_accuracy |\n',
+                  report)
+    self.assertIn('| 500 | 0.00 | 1.0 | 0.900 | 0.125 |\n', report)
     self.assertIn('3e+09 training FLOPs per step; trained on a machine not recorded.', report)
     self.assertTrue(os.path.getsize(os.path.join(setup.out_dir, 'learning.png')) > 1000)
 
