@@ -27,7 +27,7 @@ RANDOM = 'random'
 # changes, which the replication keeps only if they make pretraining matter, and paper ablations
 # that ask why an objective does or does not (learning_recipe.md).
 VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'teams_no_tie',
-            'teams_no_mws')
+            'teams_no_mws', 'teams_no_mws_rtd50')
 ENCODERS = learning.OBJECTIVES + VARIANTS + (RANDOM,)
 ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
                  'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT',
@@ -35,6 +35,7 @@ ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 
                  'electra_text_rtd': 'ELECTRA (RTD without [CLS]/[SEP])',
                  'electra_rtd10': 'ELECTRA (RTD weight 10)',
                  'teams_no_tie': 'TEAMS (No Tie, Table 4)', 'teams_no_mws': 'TEAMS without MWS',
+                 'teams_no_mws_rtd50': 'TEAMS without MWS (RTD weight 50)',
                  RANDOM: 'random init'}
 # Every mini objective keeps the same encoder; the random-init one is built like BERT's.
 SHAPE_FROM = 'bert'

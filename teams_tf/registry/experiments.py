@@ -234,6 +234,14 @@ _VARIANTS = {
         'shared layer; not from a paper)',
         lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers),
         ('mini',)),
+    # Not from a paper: `no_mws` with ELECTRA's RTD weight, the one setting left between it and
+    # ELECTRA that an earlier run (`rtd10`) tied to ELECTRA's lost features.
+    'no_mws_rtd50': _Variant(
+        'teams', 'TEAMS without the MWS loss and head, RTD at ELECTRA\'s weight 50 instead of '
+        'TEAMS\' 5 (attention head on layer L, shared layer; not from a paper)',
+        lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers,
+                                   rtd_loss_weight=50.0),
+        ('mini',)),
     # TACO §5.2 ablations and its MLM baseline.
     'concentrated': _Variant(
         'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',

@@ -28,7 +28,7 @@ _OBJECTIVES_AND_VARIANTS = [
     ('teams', 'ffn_heads'),
     ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
-    ('teams', 'no_mws'),
+    ('teams', 'no_mws'), ('teams', 'no_mws_rtd50'),
     ('coco_lm', None), ('script', None), ('taco', None), ('taco', 'concentrated'),
     ('taco', 'mlm_tp'), ('bert', 'taco_settings'),
 ] + [('coco_lm', variant) for variant in experiments.COCO_LM_ABLATIONS]
@@ -214,6 +214,12 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
                                                   model.rtd_head_type, model.rtd_head_input_layer))
     model.mws_loss_weight, model.rtd_head_input_layer = 2.0, None
     self.assertEqual(exp_factory.get_exp_config('teams_mini').as_dict(), params.as_dict())
+
+  def test_no_mws_rtd50_differs_from_no_mws_only_in_the_rtd_weight(self):
+    params = exp_factory.get_exp_config('teams_mini_no_mws_rtd50')
+    self.assertEqual(50.0, params.task.model.rtd_loss_weight)
+    params.task.model.rtd_loss_weight = 5.0
+    self.assertEqual(exp_factory.get_exp_config('teams_mini_no_mws').as_dict(), params.as_dict())
 
   def test_coco_lm_paper_knobs(self):
     # COCO-LM §3.3 and §4: auxiliary as wide as the main model, 4 layers for 12 (6 for 24),
