@@ -234,8 +234,9 @@ _VARIANTS = {
         'shared layer; not from a paper)',
         lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers),
         ('mini',)),
-    # Not from a paper: `no_mws` with ELECTRA's RTD weight, the one setting left between it and
-    # ELECTRA that an earlier run (`rtd10`) tied to ELECTRA's lost features.
+    # Not from a paper: `no_mws` at ELECTRA's RTD weight. Of the settings that still separate it
+    # from ELECTRA (RTD weight, head, generator), the one an earlier run (`rtd10`) tied to
+    # ELECTRA's lost features.
     'no_mws_rtd50': _Variant(
         'teams', 'TEAMS without the MWS loss and head, RTD at ELECTRA\'s weight 50 instead of '
         'TEAMS\' 5 (attention head on layer L, shared layer; not from a paper)',
