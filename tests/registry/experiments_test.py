@@ -195,17 +195,16 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     params.task.model.corruption_fraction = 1.0
     self.assertEqual(baseline.as_dict(), params.as_dict())
 
-  def test_text_rtd_differs_from_electra_mini_only_in_the_rtd_positions(self):
-    params = exp_factory.get_exp_config('electra_mini_text_rtd')
-    self.assertEqual('text', params.task.model.rtd_loss_positions)
-    params.task.model.rtd_loss_positions = 'all'
-    self.assertEqual(exp_factory.get_exp_config('electra_mini').as_dict(), params.as_dict())
-
-  def test_rtd10_differs_from_electra_mini_only_in_the_rtd_weight(self):
-    params = exp_factory.get_exp_config('electra_mini_rtd10')
-    self.assertEqual(10.0, params.task.model.rtd_loss_weight)
-    params.task.model.rtd_loss_weight = 50.0
-    self.assertEqual(exp_factory.get_exp_config('electra_mini').as_dict(), params.as_dict())
+  @parameterized.parameters(
+      ('electra_mini_text_rtd', 'electra_mini', 'rtd_loss_positions', 'text', 'all'),
+      ('electra_mini_rtd10', 'electra_mini', 'rtd_loss_weight', 10.0, 50.0),
+      ('teams_mini_no_mws_rtd50', 'teams_mini_no_mws', 'rtd_loss_weight', 50.0, 5.0))
+  def test_variant_differs_from_its_base_in_one_model_field(self, variant, base, field, value,
+                                                            base_value):
+    params = exp_factory.get_exp_config(variant)
+    self.assertEqual(value, getattr(params.task.model, field))
+    setattr(params.task.model, field, base_value)
+    self.assertEqual(exp_factory.get_exp_config(base).as_dict(), params.as_dict())
 
   def test_no_mws_differs_from_teams_mini_in_the_mws_weight_and_the_rtd_head_layer(self):
     params = exp_factory.get_exp_config('teams_mini_no_mws')
@@ -214,12 +213,6 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
                                                   model.rtd_head_type, model.rtd_head_input_layer))
     model.mws_loss_weight, model.rtd_head_input_layer = 2.0, None
     self.assertEqual(exp_factory.get_exp_config('teams_mini').as_dict(), params.as_dict())
-
-  def test_no_mws_rtd50_differs_from_no_mws_only_in_the_rtd_weight(self):
-    params = exp_factory.get_exp_config('teams_mini_no_mws_rtd50')
-    self.assertEqual(50.0, params.task.model.rtd_loss_weight)
-    params.task.model.rtd_loss_weight = 5.0
-    self.assertEqual(exp_factory.get_exp_config('teams_mini_no_mws').as_dict(), params.as_dict())
 
   def test_coco_lm_paper_knobs(self):
     # COCO-LM §3.3 and §4: auxiliary as wide as the main model, 4 layers for 12 (6 for 24),
