@@ -26,14 +26,15 @@ RANDOM = 'random'
 # Mini variants under test (`learning.mini_runs`), each fine-tuned beside its objective: recipe
 # changes, which the replication keeps only if they make pretraining matter, and paper ablations
 # that ask why an objective does or does not (learning_recipe.md).
-VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'teams_no_tie',
-            'teams_no_mws', 'teams_no_mws_rtd50')
+VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'electra_rtd5',
+            'teams_no_tie', 'teams_no_mws', 'teams_no_mws_rtd50')
 ENCODERS = learning.OBJECTIVES + VARIANTS + (RANDOM,)
 ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
                  'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT',
                  'electra_corrupt15': 'ELECTRA (15% corrupted)',
                  'electra_text_rtd': 'ELECTRA (RTD without [CLS]/[SEP])',
                  'electra_rtd10': 'ELECTRA (RTD weight 10)',
+                 'electra_rtd5': 'ELECTRA (RTD weight 5)',
                  'teams_no_tie': 'TEAMS (No Tie, Table 4)', 'teams_no_mws': 'TEAMS without MWS',
                  'teams_no_mws_rtd50': 'TEAMS without MWS (RTD weight 50)',
                  RANDOM: 'random init'}

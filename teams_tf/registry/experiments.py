@@ -224,6 +224,13 @@ _VARIANTS = {
         'electra', 'the RTD loss weighted λ=10 instead of ELECTRA\'s 50 (a value of ELECTRA\'s '
         'own search grid; not its chosen setting)',
         lambda size, encoder: dict(rtd_loss_weight=10.0), ('mini',)),
+    # Not from a paper: ELECTRA at TEAMS' RTD weight, the converse of `no_mws_rtd50`, which lost
+    # TEAMS' features to ELECTRA's level at weight 50 (benchmarks/learning_recipe.md, "TEAMS
+    # without MWS at ELECTRA's RTD weight").
+    'rtd5': _Variant(
+        'electra', 'the RTD loss weighted λ=5, TEAMS\' λ1, instead of ELECTRA\'s 50 (not from '
+        'a paper)',
+        lambda size, encoder: dict(rtd_loss_weight=5.0), ('mini',)),
     # Not from a paper (Table 2's "Only RTD" is ELECTRA's layout, `teams_reimpl`): TEAMS' RTD
     # alone at TEAMS' own layout, to tell what keeps TEAMS' features where ELECTRA's lose them
     # (benchmarks/learning_recipe.md, "TEAMS without its shared layer").

@@ -24,7 +24,8 @@ _YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
 # Every pretraining objective and ablation (registered at some size).
 _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
-    ('electra', 'corrupt15'), ('electra', 'text_rtd'), ('electra', 'rtd10'), ('mws', None),
+    ('electra', 'corrupt15'), ('electra', 'text_rtd'), ('electra', 'rtd10'), ('electra', 'rtd5'),
+    ('mws', None),
     ('teams', 'ffn_heads'),
     ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
@@ -198,6 +199,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.parameters(
       ('electra_mini_text_rtd', 'electra_mini', 'rtd_loss_positions', 'text', 'all'),
       ('electra_mini_rtd10', 'electra_mini', 'rtd_loss_weight', 10.0, 50.0),
+      ('electra_mini_rtd5', 'electra_mini', 'rtd_loss_weight', 5.0, 50.0),
       ('teams_mini_no_mws_rtd50', 'teams_mini_no_mws', 'rtd_loss_weight', 50.0, 5.0))
   def test_variant_differs_from_its_base_in_one_model_field(self, variant, base, field, value,
                                                             base_value):
