@@ -233,14 +233,23 @@ def table(protocol, summary: dict, pretraining: dict) -> str:
 
 # The analysis behind a failing encoder (issue 23: the report says why), kept by hand.
 WHY_NOT_BEATING_RANDOM = (
-    'Why, measured with linear probes of the frozen encoders (`tools/probe_encoders.py`): on '
-    'SST-2 the discriminators\' layers lose the sentiment their word embeddings hold '
-    '([probes_sst2.md](probes_sst2.md)); on STS-B every encoder\'s tokens hold the similarity '
-    '([probes_stsb_pair.md](probes_stsb_pair.md)), but only ELECTRA (RTD weight 10) holds it at '
-    '[CLS], the position fine-tuning reads ([probes_stsb_cls.md](probes_stsb_cls.md)), and a '
-    'second pretraining run of it does not. See '
-    '[../learning_recipe.md](../learning_recipe.md), "Encoders that fine-tune worse than random '
-    'init" and "STS-B: every encoder\'s tokens hold the similarity, one encoder\'s [CLS] does".')
+    'Why, measured with linear probes of the frozen encoders (`tools/probe_encoders.py`): the '
+    'layers of the encoders trained with RTD at ELECTRA\'s weight 50 lose the SST-2 sentiment '
+    'their word embeddings hold, and those at TEAMS\' weight 5, ELECTRA\'s layout included, '
+    'keep it, as MWS-only does ([probes_sst2.md](probes_sst2.md)). On STS-B every encoder\'s '
+    'word embeddings hold the similarity; the layers of ELECTRA at weight 50 or 5 and of its '
+    'other variants but weight 10, of COCO-LM and of TEAMS without MWS at weight 50 lose it to '
+    'random init\'s level, the others keep it '
+    '([probes_stsb_pair.md](probes_stsb_pair.md)). Where the layers keep it and fine-tuning '
+    'still does not beat random init on STS-B (TEAMS, No Tie, TACO, SCRIPT), [CLS], the '
+    'position fine-tuning reads, holds it no better than random init\'s does '
+    '([probes_stsb_cls.md](probes_stsb_cls.md)); only ELECTRA (RTD weight 10) held it there, and '
+    'a second pretraining run of it does not. The discriminators\' [CLS] hold SST-2\'s '
+    'sentiment no better than random init\'s either ([probes_sst2_cls.md](probes_sst2_cls.md)). '
+    'See [../learning_recipe.md](../learning_recipe.md), "Encoders that fine-tune worse '
+    'than random init", "STS-B: every encoder\'s tokens hold the similarity, one encoder\'s '
+    '[CLS] does", "TEAMS without MWS at ELECTRA\'s RTD weight" and "ELECTRA at TEAMS\' RTD '
+    'weight".')
 
 
 def not_beating_random(summary: dict) -> tuple[list[str], list[str]]:
