@@ -27,7 +27,8 @@ RANDOM = 'random'
 # changes, which the replication keeps only if they make pretraining matter, and paper ablations
 # that ask why an objective does or does not (learning_recipe.md).
 VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'electra_rtd5',
-            'teams_no_tie', 'teams_no_mws', 'teams_no_mws_rtd50')
+            'electra_rtd5_attention_head', 'electra_rtd5_teams_generator', 'teams_no_tie',
+            'teams_no_mws', 'teams_no_mws_rtd50')
 ENCODERS = learning.OBJECTIVES + VARIANTS + (RANDOM,)
 ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
                  'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT',
@@ -35,6 +36,8 @@ ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 
                  'electra_text_rtd': 'ELECTRA (RTD without [CLS]/[SEP])',
                  'electra_rtd10': 'ELECTRA (RTD weight 10)',
                  'electra_rtd5': 'ELECTRA (RTD weight 5)',
+                 'electra_rtd5_attention_head': 'ELECTRA (RTD weight 5, attention head)',
+                 'electra_rtd5_teams_generator': "ELECTRA (RTD weight 5, TEAMS' generator)",
                  'teams_no_tie': 'TEAMS (No Tie, Table 4)', 'teams_no_mws': 'TEAMS without MWS',
                  'teams_no_mws_rtd50': 'TEAMS without MWS (RTD weight 50)',
                  RANDOM: 'random init'}

@@ -231,6 +231,21 @@ _VARIANTS = {
         'electra', 'the RTD loss weighted λ=5, TEAMS\' λ1, instead of ELECTRA\'s 50 (not from '
         'a paper)',
         lambda size, encoder: dict(rtd_loss_weight=5.0), ('mini',)),
+    # Not from a paper: `rtd5` with one of the two settings that still separate it from
+    # `teams_mini_no_mws`, whose layers keep STS-B's token similarity where `rtd5`'s lose it
+    # (benchmarks/learning_recipe.md, "ELECTRA at TEAMS' RTD weight").
+    'rtd5_attention_head': _Variant(
+        'electra', 'the RTD loss weighted λ=5 and read by TEAMS\' attention head on layer L '
+        'instead of the per-token dense head (not from a paper)',
+        lambda size, encoder: dict(rtd_loss_weight=5.0, rtd_head_type='attention',
+                                   rtd_head_input_layer=encoder.num_layers), ('mini',)),
+    # Not from a paper: the other setting, TEAMS' generator shape without its shared layer (No
+    # Tie, which has none, keeps the similarity).
+    'rtd5_teams_generator': _Variant(
+        'electra', 'the RTD loss weighted λ=5 with TEAMS\' generator: half depth at full width, '
+        'sharing only the embeddings (not from a paper)',
+        lambda size, encoder: dict(rtd_loss_weight=5.0, num_generator_layers=None,
+                                   generator_width_fraction=1.0), ('mini',)),
     # Not from a paper (Table 2's "Only RTD" is ELECTRA's layout, `teams_reimpl`): TEAMS' RTD
     # alone at TEAMS' own layout, to tell what keeps TEAMS' features where ELECTRA's lose them
     # (benchmarks/learning_recipe.md, "TEAMS without its shared layer").

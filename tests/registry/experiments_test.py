@@ -25,6 +25,7 @@ _YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
 _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
     ('electra', 'corrupt15'), ('electra', 'text_rtd'), ('electra', 'rtd10'), ('electra', 'rtd5'),
+    ('electra', 'rtd5_attention_head'), ('electra', 'rtd5_teams_generator'),
     ('mws', None),
     ('teams', 'ffn_heads'),
     ('teams', 'top_task_layers'),
@@ -197,15 +198,19 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(baseline.as_dict(), params.as_dict())
 
   @parameterized.parameters(
-      ('electra_mini_text_rtd', 'electra_mini', 'rtd_loss_positions', 'text', 'all'),
-      ('electra_mini_rtd10', 'electra_mini', 'rtd_loss_weight', 10.0, 50.0),
-      ('electra_mini_rtd5', 'electra_mini', 'rtd_loss_weight', 5.0, 50.0),
-      ('teams_mini_no_mws_rtd50', 'teams_mini_no_mws', 'rtd_loss_weight', 50.0, 5.0))
-  def test_variant_differs_from_its_base_in_one_model_field(self, variant, base, field, value,
-                                                            base_value):
+      ('electra_mini_text_rtd', 'electra_mini', dict(rtd_loss_positions=('text', 'all'))),
+      ('electra_mini_rtd10', 'electra_mini', dict(rtd_loss_weight=(10.0, 50.0))),
+      ('electra_mini_rtd5', 'electra_mini', dict(rtd_loss_weight=(5.0, 50.0))),
+      ('electra_mini_rtd5_attention_head', 'electra_mini_rtd5',
+       dict(rtd_head_type=('attention', 'ffn'), rtd_head_input_layer=(4, None))),
+      ('electra_mini_rtd5_teams_generator', 'electra_mini_rtd5',
+       dict(num_generator_layers=(None, 4), generator_width_fraction=(1.0, 0.5))),
+      ('teams_mini_no_mws_rtd50', 'teams_mini_no_mws', dict(rtd_loss_weight=(50.0, 5.0))))
+  def test_variant_differs_from_its_base_only_in_its_model_fields(self, variant, base, fields):
     params = exp_factory.get_exp_config(variant)
-    self.assertEqual(value, getattr(params.task.model, field))
-    setattr(params.task.model, field, base_value)
+    for field, (value, base_value) in fields.items():
+      self.assertEqual(value, getattr(params.task.model, field), field)
+      setattr(params.task.model, field, base_value)
     self.assertEqual(exp_factory.get_exp_config(base).as_dict(), params.as_dict())
 
   def test_no_mws_differs_from_teams_mini_in_the_mws_weight_and_the_rtd_head_layer(self):
