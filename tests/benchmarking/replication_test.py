@@ -320,6 +320,22 @@ class ReplicationTest(tf.test.TestCase):
                   text)
     self.assertNotIn('| TEAMS | unseeded', text)
 
+  def test_an_encoder_fails_the_rule_when_any_of_its_pretraining_runs_does(self):
+    out, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
+    _commit_seeds(out, 'random', [0.50, 0.52, 0.54])
+    for encoder, first, second in (('teams', [0.72, 0.70, 0.71], [0.70, 0.71, 0.69]),
+                                   ('script', [0.72, 0.70, 0.71], [0.51, 0.55, 0.53]),
+                                   ('bert', [0.51, 0.55, 0.53], [0.72, 0.70, 0.71])):
+      _commit_seeds(out, encoder, first)
+      _commit_seeds(other, encoder, second, settings=dict(pretraining_seed=2))
+    summary = replication_report.summarize(self.protocol, out, [other])
+    self.assertEqual({'sst2': True, 'cola': True, 'stsb': True},
+                     summary['script']['beats_random'])  # The first run alone passes.
+    failing, _ = replication_report.not_beating_random(summary)
+    self.assertEqual(['bert', 'script'], sorted(failing))
+    self.assertIn('tasks: BERT (1 of 2 pretraining runs), SCRIPT (1 of 2 pretraining runs) (not '
+                  'decided yet:', replication_report.markdown(self.protocol, summary, {}, '# head'))
+
   def test_a_sweep_of_another_pretraining_run_compares_with_the_main_random_init(self):
     main, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
     _commit_seeds(main, 'random', [0.50, 0.52, 0.54])
