@@ -28,7 +28,7 @@ RANDOM = 'random'
 # that ask why an objective does or does not (learning_recipe.md).
 VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'electra_rtd5',
             'electra_rtd5_attention_head', 'electra_rtd5_teams_generator', 'teams_no_tie',
-            'teams_no_mws', 'teams_no_mws_rtd50')
+            'teams_no_mws', 'teams_no_mws_rtd50', 'teams_no_mws_no_tie')
 ENCODERS = learning.OBJECTIVES + VARIANTS + (RANDOM,)
 ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 'MWS-only',
                  'coco_lm': 'COCO-LM', 'taco': 'TACO', 'script': 'SCRIPT',
@@ -40,6 +40,7 @@ ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 
                  'electra_rtd5_teams_generator': "ELECTRA (RTD weight 5, TEAMS' generator)",
                  'teams_no_tie': 'TEAMS (No Tie, Table 4)', 'teams_no_mws': 'TEAMS without MWS',
                  'teams_no_mws_rtd50': 'TEAMS without MWS (RTD weight 50)',
+                 'teams_no_mws_no_tie': 'TEAMS without MWS or shared layer',
                  RANDOM: 'random init'}
 # Every mini objective keeps the same encoder; the random-init one is built like BERT's.
 SHAPE_FROM = 'bert'

@@ -265,6 +265,17 @@ _VARIANTS = {
         lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers,
                                    rtd_loss_weight=50.0),
         ('mini',)),
+    # Not from a paper: `no_mws` without its shared layer, which is `rtd5` with both of TEAMS'
+    # settings that neither `rtd5_attention_head` nor `rtd5_teams_generator` alone made keep the
+    # STS-B similarity (benchmarks/learning_recipe.md, "ELECTRA at weight 5 with TEAMS' head, or
+    # with TEAMS' generator").
+    'no_mws_no_tie': _Variant(
+        'teams', 'TEAMS without the MWS loss and head and without the shared layer (RTD at '
+        'weight 5, attention head on layer L, generator and discriminator share only '
+        'embeddings; not from a paper)',
+        lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers,
+                                   num_shared_layers=0),
+        ('mini',)),
     # TACO §5.2 ablations and its MLM baseline.
     'concentrated': _Variant(
         'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',

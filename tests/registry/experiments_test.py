@@ -30,7 +30,7 @@ _OBJECTIVES_AND_VARIANTS = [
     ('teams', 'ffn_heads'),
     ('teams', 'top_task_layers'),
     ('teams', 'rtd_outputs'), ('teams', 'full_tie'), ('teams', 'no_tie'), ('teams', 'hardest'),
-    ('teams', 'no_mws'), ('teams', 'no_mws_rtd50'),
+    ('teams', 'no_mws'), ('teams', 'no_mws_rtd50'), ('teams', 'no_mws_no_tie'),
     ('coco_lm', None), ('script', None), ('taco', None), ('taco', 'concentrated'),
     ('taco', 'mlm_tp'), ('bert', 'taco_settings'),
 ] + [('coco_lm', variant) for variant in experiments.COCO_LM_ABLATIONS]
@@ -205,7 +205,8 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
        dict(rtd_head_type=('attention', 'ffn'), rtd_head_input_layer=(4, None))),
       ('electra_mini_rtd5_teams_generator', 'electra_mini_rtd5',
        dict(num_generator_layers=(None, 4), generator_width_fraction=(1.0, 0.5))),
-      ('teams_mini_no_mws_rtd50', 'teams_mini_no_mws', dict(rtd_loss_weight=(50.0, 5.0))))
+      ('teams_mini_no_mws_rtd50', 'teams_mini_no_mws', dict(rtd_loss_weight=(50.0, 5.0))),
+      ('teams_mini_no_mws_no_tie', 'teams_mini_no_mws', dict(num_shared_layers=(0, None))))
   def test_variant_differs_from_its_base_only_in_its_model_fields(self, variant, base, fields):
     params = exp_factory.get_exp_config(variant)
     for field, (value, base_value) in fields.items():
