@@ -336,6 +336,20 @@ class ReplicationTest(tf.test.TestCase):
     self.assertIn('tasks: BERT (1 of 2 pretraining runs), SCRIPT (1 of 2 pretraining runs) (not '
                   'decided yet:', replication_report.markdown(self.protocol, summary, {}, '# head'))
 
+  def test_a_run_still_being_fine_tuned_counts_once_it_already_fails(self):
+    out, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
+    _commit_seeds(out, 'random', [0.50, 0.52, 0.54])
+    # This sweep's run fails SST-2 and CoLA before STS-B is fine-tuned; two other runs pass.
+    _commit_seeds(out, 'script', [0.51, 0.55, 0.53], tasks=('sst2', 'cola'))
+    for seed in (2, 3):
+      _commit_seeds(other + str(seed), 'script', [0.72, 0.70, 0.71],
+                    settings=dict(pretraining_seed=seed))
+    summary = replication_report.summarize(self.protocol, out, [other + '2', other + '3'])
+    self.assertEqual((1, 3), replication_report.failing_runs(summary['script']))
+    self.assertEqual(['script'], replication_report.not_beating_random(summary)[0])
+    self.assertIn('SCRIPT (1 of 3 pretraining runs)',
+                  replication_report.markdown(self.protocol, summary, {}, '# head'))
+
   def test_a_sweep_of_another_pretraining_run_compares_with_the_main_random_init(self):
     main, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
     _commit_seeds(main, 'random', [0.50, 0.52, 0.54])
