@@ -239,8 +239,9 @@ WHY_NOT_BEATING_RANDOM = (
     'keep it, as MWS-only does, but for ELECTRA at weight 5 with TEAMS\' attention head, whose '
     'layers fall to random init\'s level ([probes_sst2.md](probes_sst2.md)). On STS-B every '
     'encoder\'s word embeddings hold the similarity; the layers of ELECTRA at weight 50 or 5 and '
-    'of its other variants but weight 10, of COCO-LM and of TEAMS without MWS at weight 50 lose '
-    'it to within a few points of random init\'s level, the others keep it '
+    'of its other variants but weight 10, of COCO-LM and of TEAMS without MWS at weight 50 or '
+    'without its shared layer lose it to within a few points of random init\'s level, the '
+    'others keep it '
     '([probes_stsb_pair.md](probes_stsb_pair.md)). Where the layers keep it and fine-tuning '
     'still does not beat random init on STS-B (TEAMS, No Tie, TACO, SCRIPT), [CLS], the '
     'position fine-tuning reads, holds it no better than random init\'s does '
@@ -250,11 +251,14 @@ WHY_NOT_BEATING_RANDOM = (
     'TEAMS without MWS keeps every probed feature on both of its pretraining runs, to about a '
     'point, its [CLS] among them, which holds SST-2\'s sentiment at random init\'s level, not '
     'below it; its second run fails the rule by margins that differ between its runs (CoLA '
-    '13.5 and 5.0), not by features. '
+    '13.5 and 5.0), not by features. Without the layer its generator shares it loses the '
+    'similarity and its [CLS] the sentiment, as ELECTRA at weight 5 does: with RTD alone, that '
+    'layer, which MLM also trains, is what keeps them. '
     'See [../learning_recipe.md](../learning_recipe.md), "Encoders that fine-tune worse '
     'than random init", "STS-B: every encoder\'s tokens hold the similarity, one encoder\'s '
     '[CLS] does", "TEAMS without MWS at ELECTRA\'s RTD weight", "ELECTRA at TEAMS\' RTD '
-    'weight" and "A second run of TEAMS without MWS".')
+    'weight", "A second run of TEAMS without MWS" and "TEAMS without MWS and without its '
+    'shared layer".')
 
 
 def _tasks_needed(beats_random: dict) -> int:
