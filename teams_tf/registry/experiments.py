@@ -133,6 +133,15 @@ class _Variant:
   paper: Optional[str] = None
 
 
+def _without_mws(encoder, **fields) -> dict:
+  """TEAMS' model fields without the MWS loss and head, plus `fields`.
+
+  The attention RTD head moves from layer L - 1 to L, which MWS's head would otherwise read:
+  left on L - 1, layer L would get no gradient and be kept untrained.
+  """
+  return dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers, **fields)
+
+
 # Table 4 reports small and base, COCO-LM Table 3 base, TACO §5.2 base; mini for the learning
 # benchmark.
 _ABLATION_SIZES = ('small', 'base', 'mini')
@@ -249,22 +258,17 @@ _VARIANTS = {
     # Not from a paper (Table 2's "Only RTD" is ELECTRA's layout, `teams_reimpl`): TEAMS' RTD
     # alone at TEAMS' own layout, to tell what keeps TEAMS' features where ELECTRA's lose them
     # (benchmarks/learning_recipe.md, "TEAMS without its shared layer").
-    # Its attention RTD head moves from layer L - 1 to L, which MWS's head would otherwise read:
-    # left on L - 1, layer L would get no gradient and be kept untrained.
     'no_mws': _Variant(
         'teams', 'TEAMS without the MWS loss and head (RTD at weight 5, attention head on layer L, '
         'shared layer; not from a paper)',
-        lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers),
-        ('mini',)),
+        lambda size, encoder: _without_mws(encoder), ('mini',)),
     # Not from a paper: `no_mws` at ELECTRA's RTD weight. Of the settings that still separate it
     # from ELECTRA (RTD weight, head, generator), the one an earlier run (`rtd10`) tied to
     # ELECTRA's lost features.
     'no_mws_rtd50': _Variant(
         'teams', 'TEAMS without the MWS loss and head, RTD at ELECTRA\'s weight 50 instead of '
         'TEAMS\' 5 (attention head on layer L, shared layer; not from a paper)',
-        lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers,
-                                   rtd_loss_weight=50.0),
-        ('mini',)),
+        lambda size, encoder: _without_mws(encoder, rtd_loss_weight=50.0), ('mini',)),
     # Not from a paper: `no_mws` without its shared layer, which is `rtd5` with both of TEAMS'
     # settings that neither `rtd5_attention_head` nor `rtd5_teams_generator` alone made keep the
     # STS-B similarity (benchmarks/learning_recipe.md, "ELECTRA at weight 5 with TEAMS' head, or
@@ -273,9 +277,7 @@ _VARIANTS = {
         'teams', 'TEAMS without the MWS loss and head and without the shared layer (RTD at '
         'weight 5, attention head on layer L, generator and discriminator share only '
         'embeddings; not from a paper)',
-        lambda size, encoder: dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers,
-                                   num_shared_layers=0),
-        ('mini',)),
+        lambda size, encoder: _without_mws(encoder, num_shared_layers=0), ('mini',)),
     # TACO §5.2 ablations and its MLM baseline.
     'concentrated': _Variant(
         'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',
