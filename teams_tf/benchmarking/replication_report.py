@@ -253,12 +253,16 @@ WHY_NOT_BEATING_RANDOM = (
     'below it; its second run fails the rule by margins that differ between its runs (CoLA '
     '13.5 and 5.0), not by features. Without the layer its generator shares it loses the '
     'similarity and its [CLS] the sentiment, as ELECTRA at weight 5 does: with RTD alone, that '
-    'layer, which MLM also trains, is what keeps them. '
+    'layer, which MLM also trains, is what keeps them. SCRIPT, probed on SST-2 on its second '
+    'pretraining run only, holds the sentiment no better than random init in its word '
+    'embeddings or in any layer ([../replication_seed2/probes_sst2.md]'
+    '(../replication_seed2/probes_sst2.md)); of the other encoders only TEAMS without MWS at '
+    'weight 50 has word embeddings at that level. '
     'See [../learning_recipe.md](../learning_recipe.md), "Encoders that fine-tune worse '
     'than random init", "STS-B: every encoder\'s tokens hold the similarity, one encoder\'s '
     '[CLS] does", "TEAMS without MWS at ELECTRA\'s RTD weight", "ELECTRA at TEAMS\' RTD '
-    'weight", "A second run of TEAMS without MWS" and "TEAMS without MWS and without its '
-    'shared layer".')
+    'weight", "A second run of TEAMS without MWS", "TEAMS without MWS and without its '
+    'shared layer" and "Second runs of SCRIPT and TACO".')
 
 
 def _tasks_needed(beats_random: dict) -> int:
