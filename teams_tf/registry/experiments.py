@@ -443,7 +443,7 @@ _MINI = _LowBudgetRecipe(
     learning_rate=2e-3, warmup_steps=300, train_steps=10_000, relative_position_bias_scale=10.0,
     trainer_overrides=dict(steps_per_loop=100, summary_interval=100, checkpoint_interval=500,
                            validation_interval=500, validation_steps=50, max_to_keep=2))
-# `*_demo`, the README's first command: 4 layers, H 64, under 3 minutes in all on 2 cores.
+# `*_demo`, the README's first command: 4 layers, H 64, under 3 minutes of training on 2 cores.
 # The bias scale of 10 halved the steps a demo-size encoder needs to leave the plateau; 5e-3 and
 # 1e-3 peak learning rates were slower than 3e-3. At 800 steps the TEAMS discriminator ended at
 # what token identity gives and one run of two left the generator on the plateau; at 1,400 every
