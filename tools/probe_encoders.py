@@ -66,7 +66,8 @@ def main(argv):
                   for split in ('train', 'dev'))
     scores = {}
     for name, source in sources.items():
-      run_dir = learning.run_dir(learning.Setup(**results[source]['setup']), source)
+      run_dir = learning.final_run_dir(learning.Setup(**results[source]['setup']), source,
+                                       results[source])
       encoder, config, _, _ = loaders.restore_pretrained_encoder(run_dir)
       if name == replication.RANDOM:
         tf_keras.utils.set_random_seed(0)

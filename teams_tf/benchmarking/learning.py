@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Optional
 
+import tensorflow as tf
+
 from official.core import exp_factory
 
 from teams_tf.data import corpus
@@ -25,6 +27,7 @@ from teams_tf.preprocessing import pretraining_records
 from teams_tf.preprocessing import record_format
 from teams_tf.preprocessing import vocab_builder
 from teams_tf.registry import experiments
+from teams_tf.training import checkpoints
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
 from teams_tf.utils import atomic_files
@@ -308,6 +311,35 @@ def seeded(name: str, seed: Optional[int]) -> str:
 def run_dir(setup: Setup, objective: str) -> str:
   """The run's model_dir (`budget_dir` of the run, `seeded`)."""
   return budget_dir(setup.work_dir, seeded(objective, setup.seed), setup.max_train_flops)
+
+
+def final_run_dir(setup: Setup, objective: str, result: dict) -> str:
+  """The run directory of `objective`, checked to hold the checkpoint its `result` ended at.
+
+  A result file outlives its run directory: it is committed, the directory sits in `work_dir`
+  (often /tmp). A run started again there, cut off or still training, leaves an earlier
+  checkpoint under the finished run's name, and fine-tuning or probing it would report a
+  half-trained encoder as that run's.
+
+  Raises:
+    ValueError: the directory's latest checkpoint is at another step than the result's last
+      evaluation, or it holds none.
+  """
+  model_dir = run_dir(setup, objective)
+  rows = result.get('curve') or []
+  if not rows:
+    return model_dir  # No evaluation to check against: a run stopped before its first one.
+  final = rows[-1]['step']
+  prefix = tf.train.latest_checkpoint(model_dir)
+  if prefix is None or checkpoints.global_step(prefix) != final:
+    found = ('no checkpoint' if prefix is None
+             else f'a checkpoint at step {checkpoints.global_step(prefix):,}')
+    raise ValueError(
+        f'{model_dir} holds {found}, but {result_path(setup, objective)} is a run that ended at '
+        f'step {final:,}, whose checkpoint is gone. To pretrain {objective} again, move that '
+        f'result file away and rerun tools/benchmark_learning.py (it resumes from the '
+        f'directory\'s checkpoint, if any).')
+  return model_dir
 
 
 def train_command(objective: str, setup: Setup) -> list[str]:

@@ -164,15 +164,21 @@ def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
   encoder needs `SHAPE_FROM`'s run for its shape.
 
   Returns:
-    Objective -> its run directory, for the runs that finished.
+    Objective -> its run directory, for the runs that finished and still hold their final
+    checkpoint (`learning.final_run_dir`; the others are logged).
   """
   objectives = [encoder for encoder in encoders if encoder != RANDOM]
   if RANDOM in encoders and SHAPE_FROM not in objectives:
     objectives.append(SHAPE_FROM)
   run_dirs = {}
   for objective in objectives:
-    if learning.run_objective(objective, setup, flops[objective], log=log) is not None:
-      run_dirs[objective] = learning.run_dir(setup, objective)
+    result = learning.run_objective(objective, setup, flops[objective], log=log)
+    if result is None:
+      continue
+    try:
+      run_dirs[objective] = learning.final_run_dir(setup, objective, result)
+    except ValueError as e:
+      log(f'{objective}: {e}')
   return run_dirs
 
 
@@ -355,8 +361,9 @@ def run(replication: Replication, encoders, fine_tune: Callable[[dict], None],
       for encoder in sorted(blocked):
         source = SHAPE_FROM if encoder == RANDOM else encoder
         log(f'{encoder}: waits for a checkpoint of the {source} pretraining run '
-            f'({replication.run_dirs.get(source, "not finished")}); if its learning result '
-            'exists but the run directory is gone, move the result away to pretrain again.')
+            f'({replication.run_dirs.get(source, "not finished, or its checkpoint is gone")}); '
+            'if its learning result exists but the run directory is gone, move the result away '
+            'to pretrain again.')
     if not to_do:
       return
     position, unit = to_do[0]

@@ -39,6 +39,13 @@ def _write_timed_events(path, wall_times):
                    .SerializeToString())
 
 
+def _save_checkpoint(model_dir, step):
+  """A checkpoint at training step `step`, named as Model Garden's trainer names it."""
+  checkpoint = tf.train.Checkpoint(global_step=tf.Variable(step, dtype=tf.int64))
+  tf.train.CheckpointManager(checkpoint, model_dir, max_to_keep=2,
+                             checkpoint_name='ckpt').save(checkpoint_number=step)
+
+
 def _setup(root):
   return learning.Setup(
       train_input='t', validation_input='v', input_format='tfrecord', vocab_file='vocab.txt',
@@ -136,6 +143,22 @@ class LearningTest(tf.test.TestCase):
     self.assertIn('| 500 | 0.00 | 1.0 | 0.900 | 0.125 |\n', report)
     self.assertIn('3e+09 training FLOPs per step; trained on a machine not recorded.', report)
     self.assertTrue(os.path.getsize(os.path.join(setup.out_dir, 'learning.png')) > 1000)
+
+  def test_final_run_dir_refuses_a_checkpoint_that_is_not_the_results(self):
+    setup = _setup(self.get_temp_dir())
+    result = dict(curve=[dict(step=500), dict(step=1200)])
+    model_dir = learning.run_dir(setup, 'teams')
+    # The run directory is gone (a fresh /tmp): the committed result has no checkpoint.
+    with self.assertRaisesRegex(ValueError, 'holds no checkpoint, but .*teams.json is a run '
+                                'that ended at step 1,200'):
+      learning.final_run_dir(setup, 'teams', result)
+    # A rerun cut off (or still training) in the same directory: not the result's encoder.
+    _save_checkpoint(model_dir, 1000)
+    with self.assertRaisesRegex(ValueError, 'a checkpoint at step 1,000, .*move that result '
+                                'file away'):
+      learning.final_run_dir(setup, 'teams', result)
+    _save_checkpoint(model_dir, 1200)
+    self.assertEqual(model_dir, learning.final_run_dir(setup, 'teams', result))
 
   def test_a_finished_run_records_its_curve_and_the_machine_that_timed_it(self):
     setup = _setup(self.get_temp_dir())

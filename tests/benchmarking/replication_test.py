@@ -129,6 +129,23 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual({'teams': learning.run_dir(setup, 'teams'),
                       'bert': learning.run_dir(setup, 'bert')}, run_dirs)
 
+  def test_a_run_whose_directory_lost_its_final_checkpoint_is_not_fine_tuned(self):
+    setup = learning.Setup('t', 'v', 'tfrecord', 'vocab.txt', 100, 9e13, 10, 2, self.work_dir,
+                           self.out_dir)
+    for objective, step in (('teams', 300), ('bert', 100)):
+      checkpoint = tf.train.Checkpoint(global_step=tf.Variable(step, dtype=tf.int64))
+      tf.train.CheckpointManager(checkpoint, learning.run_dir(setup, objective), 1,
+                                 checkpoint_name='ckpt').save(checkpoint_number=step)
+    lines = []
+    # Both results ended at step 300; BERT's directory holds a rerun cut off at step 100.
+    with mock.patch.object(learning, 'run_objective',
+                           return_value=dict(curve=[dict(step=300)])):
+      run_dirs = replication.pretrain(setup, {'teams': 1.0, 'bert': 1.0}, ['teams', 'random'],
+                                      log=lines.append)
+    self.assertEqual({'teams': learning.run_dir(setup, 'teams')}, run_dirs)
+    self.assertRegex('\n'.join(lines), 'bert: .* holds a checkpoint at step 100, but .* ended '
+                     'at step 300')
+
   def test_seed_one_tries_the_grid_and_later_seeds_run_at_its_best_rate(self):
     fake = FakeSweep()
     lines, reports = self._run(['teams', 'random'], fake)
