@@ -331,9 +331,9 @@ def final_run_dir(setup: Setup, objective: str, result: dict) -> str:
     return model_dir  # No evaluation to check against: a run stopped before its first one.
   final = rows[-1]['step']
   prefix = tf.train.latest_checkpoint(model_dir)
-  if prefix is None or checkpoints.global_step(prefix) != final:
-    found = ('no checkpoint' if prefix is None
-             else f'a checkpoint at step {checkpoints.global_step(prefix):,}')
+  step = None if prefix is None else checkpoints.global_step(prefix)
+  if step != final:
+    found = 'no checkpoint' if step is None else f'a checkpoint at step {step:,}'
     raise ValueError(
         f'{model_dir} holds {found}, but {result_path(setup, objective)} is a run that ended at '
         f'step {final:,}, whose checkpoint is gone. To pretrain {objective} again, move that '

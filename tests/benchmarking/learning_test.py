@@ -39,7 +39,7 @@ def _write_timed_events(path, wall_times):
                    .SerializeToString())
 
 
-def _save_checkpoint(model_dir, step):
+def save_checkpoint(model_dir, step):
   """A checkpoint at training step `step`, named as Model Garden's trainer names it."""
   checkpoint = tf.train.Checkpoint(global_step=tf.Variable(step, dtype=tf.int64))
   tf.train.CheckpointManager(checkpoint, model_dir, max_to_keep=2,
@@ -153,11 +153,11 @@ class LearningTest(tf.test.TestCase):
                                 'that ended at step 1,200'):
       learning.final_run_dir(setup, 'teams', result)
     # A rerun cut off (or still training) in the same directory: not the result's encoder.
-    _save_checkpoint(model_dir, 1000)
+    save_checkpoint(model_dir, 1000)
     with self.assertRaisesRegex(ValueError, 'a checkpoint at step 1,000, .*move that result '
                                 'file away'):
       learning.final_run_dir(setup, 'teams', result)
-    _save_checkpoint(model_dir, 1200)
+    save_checkpoint(model_dir, 1200)
     self.assertEqual(model_dir, learning.final_run_dir(setup, 'teams', result))
 
   def test_a_finished_run_records_its_curve_and_the_machine_that_timed_it(self):

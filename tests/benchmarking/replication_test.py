@@ -16,6 +16,7 @@ from teams_tf.benchmarking import replication
 from teams_tf.benchmarking import replication_report
 from teams_tf.data import embedded
 from teams_tf.finetuning import glue
+from tests.benchmarking import learning_test
 from tests.finetuning import glue_test
 
 _HEADLINES = {'sst2': 'accuracy', 'cola': 'matthews_corrcoef', 'stsb': 'spearman'}
@@ -133,9 +134,7 @@ class ReplicationTest(tf.test.TestCase):
     setup = learning.Setup('t', 'v', 'tfrecord', 'vocab.txt', 100, 9e13, 10, 2, self.work_dir,
                            self.out_dir)
     for objective, step in (('teams', 300), ('bert', 100)):
-      checkpoint = tf.train.Checkpoint(global_step=tf.Variable(step, dtype=tf.int64))
-      tf.train.CheckpointManager(checkpoint, learning.run_dir(setup, objective), 1,
-                                 checkpoint_name='ckpt').save(checkpoint_number=step)
+      learning_test.save_checkpoint(learning.run_dir(setup, objective), step)
     lines = []
     # Both results ended at step 300; BERT's directory holds a rerun cut off at step 100.
     with mock.patch.object(learning, 'run_objective',
