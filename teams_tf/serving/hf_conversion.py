@@ -11,6 +11,7 @@ exported: ELECTRA has none, and no pretraining objective here trains it.
 
 import os
 import shutil
+import tempfile
 
 import numpy as np
 
@@ -70,6 +71,27 @@ def electra_state_dict(encoder, encoder_config):
   return state
 
 
+def _check_convertible(encoder_config):
+  """Raises ValueError naming every part of the encoder that ElectraModel cannot hold."""
+  relative_positions = (
+      isinstance(encoder_config, encoder_configs.RelativePositionEncoderConfig)
+      and encoder_config.relative_position_num_buckets > 0)
+  unsupported = [what for what, present in (
+      ('pre-LN blocks (norm_first=True)', encoder_config.norm_first),
+      ('a T5 relative position bias', relative_positions)) if present]
+  if unsupported:
+    # The low-budget recipes (`*_demo`, `*_mini`) have both; a paper-size COCO-LM run has the bias.
+    raise ValueError(
+        f'This run\'s kept encoder has {" and ".join(unsupported)}, which transformers\' '
+        'ElectraModel (post-LN, absolute positions) cannot hold: converting would change its '
+        'outputs. Export it with tools/export_savedmodel.py --kind=encoder instead, or pretrain '
+        'a convertible run with --params_override=task.model.encoder.norm_first=false,'
+        'task.model.relative_position_bias=false (docs/serving.md).')
+  if encoder_config.hidden_activation != 'gelu':
+    raise ValueError(f'hidden_activation={encoder_config.hidden_activation!r}: only gelu '
+                     "(Model Garden's tanh approximation, transformers' gelu_new) is supported.")
+
+
 def export_to_hf(encoder, encoder_config, vocab_file, lower_case, pad_id, output_dir):
   """Writes `config.json`, the weights, `vocab.txt` and tokenizer files for `from_pretrained`.
 
@@ -89,17 +111,7 @@ def export_to_hf(encoder, encoder_config, vocab_file, lower_case, pad_id, output
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
 
-  if isinstance(encoder_config, encoder_configs.RelativePositionEncoderConfig):
-    raise ValueError(
-        'This encoder adds a T5 relative position bias (COCO-LM), which transformers\' '
-        'ElectraModel does not have; converting it would drop the bias. Export it with '
-        'tools/export_savedmodel.py --kind=encoder, or pretrain coco_lm_<size>_no_rel_pos.')
-  if encoder_config.norm_first:
-    raise ValueError('norm_first=True (pre-LN) encoders have no ELECTRA/BERT equivalent in '
-                     'transformers; only post-LN encoders can be converted.')
-  if encoder_config.hidden_activation != 'gelu':
-    raise ValueError(f'hidden_activation={encoder_config.hidden_activation!r}: only gelu '
-                     "(Model Garden's tanh approximation, transformers' gelu_new) is supported.")
+  _check_convertible(encoder_config)
   config = transformers.ElectraConfig(
       vocab_size=encoder_config.vocab_size,
       embedding_size=encoder_config.embedding_size or encoder_config.hidden_size,
@@ -124,7 +136,16 @@ def export_to_hf(encoder, encoder_config, vocab_file, lower_case, pad_id, output
     raise RuntimeError(f'Weight mapping mismatch: missing {missing}, unexpected {unexpected}.')
   os.makedirs(output_dir, exist_ok=True)
   model.save_pretrained(output_dir)
-  shutil.copyfile(vocab_file, os.path.join(output_dir, 'vocab.txt'))
-  tokenizer = transformers.ElectraTokenizerFast(
-      vocab_file=os.path.join(output_dir, 'vocab.txt'), do_lower_case=lower_case)
+  # Loaded from a directory holding the vocabulary alone, not built from arguments: the keyword
+  # naming the vocabulary file changed between transformers 4 (`vocab_file`) and 5 (`vocab`), and
+  # a keyword the installed version does not know is swallowed, which leaves a tokenizer of the 5
+  # special tokens (every word [UNK]).
+  with tempfile.TemporaryDirectory() as vocab_dir:
+    shutil.copyfile(vocab_file, os.path.join(vocab_dir, 'vocab.txt'))
+    tokenizer = transformers.ElectraTokenizerFast.from_pretrained(
+        vocab_dir, do_lower_case=lower_case,
+        model_max_length=encoder_config.max_position_embeddings)
+  if len(tokenizer) != encoder_config.vocab_size:
+    raise RuntimeError(f'The Hugging Face tokenizer read {len(tokenizer)} tokens from '
+                       f'{vocab_file}; the encoder has {encoder_config.vocab_size}.')
   tokenizer.save_pretrained(output_dir)
