@@ -120,8 +120,9 @@ class PretrainDataLoader(data_loader.DataLoader):
     """Validates `params`, loads the vocabulary and lists the input files.
 
     Raises:
-      ValueError: an invalid field (named in the message), an unreadable vocabulary, or an
-        `input_path` that matches no file.
+      ValueError: an invalid field (named in the message), an unreadable vocabulary, an
+        `input_path` that matches no file, or records whose summary says they were written with
+        another length, prediction count, kind or vocabulary.
     """
     _validate(params)
     self._params = params
@@ -134,6 +135,10 @@ class PretrainDataLoader(data_loader.DataLoader):
     self._files = input_files.list_input_files(params.input_path)
     if params.input_format == 'text':
       self._files = corpus.usable_text_files(self._files, params.input_path)
+    else:
+      record_dataloader.check_records_fit(
+          self._files, params, self._vocab,
+          'task.train_data' if params.is_training else 'task.validation_data')
     self._seed = 0 if params.seed is None else params.seed
 
   @property

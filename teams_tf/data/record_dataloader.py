@@ -8,6 +8,10 @@ Two kinds, both tf.train.Examples with int64 features of static length:
     Garden's own `BertPretrainDataLoader`.
 """
 
+import hashlib
+import json
+import os
+import re
 from typing import Optional
 
 import tensorflow as tf
@@ -15,6 +19,68 @@ import tensorflow as tf
 from official.nlp.data import pretrain_dataloader
 
 from teams_tf.data import input_files
+from teams_tf.data import tokenization
+
+# `tools/create_pretraining_data.py` names shards `<prefix>-00000-of-00008.tfrecord` and writes
+# `<prefix>-summary.json` beside them, last.
+_SHARD_NAME = re.compile(r'^(?P<prefix>.+)-\d{5}-of-\d{5}\.tfrecord$')
+# The input format that reads each `output_kind` of the records tool.
+_INPUT_FORMAT_OF_KIND = {'unmasked': 'tfrecord', 'masked': 'masked_tfrecord'}
+
+
+def _summaries(files: list[str]) -> dict[str, dict]:
+  """The records tool's summaries of `files`, by path; files without one are left out."""
+  summaries = {}
+  for path in sorted({os.path.join(os.path.dirname(f), match.group('prefix') + '-summary.json')
+                      for f in files
+                      if (match := _SHARD_NAME.match(os.path.basename(f)))}):
+    if tf.io.gfile.exists(path):
+      with tf.io.gfile.GFile(path) as f:
+        summaries[path] = json.load(f)
+  return summaries
+
+
+def check_records_fit(files: list[str], params, vocab: tokenization.Vocabulary, where: str):
+  """Checks records against the data config that reads them, from the records' summary JSON.
+
+  A mismatch would otherwise surface deep inside tf.data as a parse error ("Some int64_list slice
+  was not parsed") or, for another vocabulary, as silently wrong ids.
+
+  Args:
+    files: the record files to read.
+    params: their `PretrainDataConfig` (`input_format`, `seq_length`, `max_predictions_per_seq`).
+    vocab: the vocabulary the config reads them with.
+    where: the config's dotted name for the message, e.g. 'task.train_data'.
+
+  Raises:
+    ValueError: one line naming the record value, the config value, and the fix.
+  """
+  with tf.io.gfile.GFile(vocab.path, 'rb') as f:
+    vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
+  for path, summary in _summaries(files).items():
+    options = summary.get('options', {})
+    kind = summary.get('output_kind')
+    if _INPUT_FORMAT_OF_KIND.get(kind, params.input_format) != params.input_format:
+      raise ValueError(
+          f'{path} describes {kind} records, which {where}.input_format={params.input_format!r} '
+          f'cannot read: set {where}.input_format={_INPUT_FORMAT_OF_KIND[kind]}.')
+    fields = ['seq_length'] + (['max_predictions_per_seq'] if kind == 'masked' else [])
+    for field in fields:
+      if field in options and options[field] != getattr(params, field):
+        raise ValueError(
+            f'The records of {path} hold {field}={options[field]}, but {where}.{field}='
+            f'{getattr(params, field)}: set {where}.{field}={options[field]}'
+            + (' (and task.model.encoder.max_position_embeddings >= it)'
+               if field == 'seq_length' else '')
+            + f', or rebuild the records with tools/create_pretraining_data.py '
+            f'--{field}={getattr(params, field)}.')
+    written = summary.get('vocab', {})
+    if written.get('sha256', vocab_sha256) != vocab_sha256:
+      raise ValueError(
+          f'The records of {path} were written with the vocabulary {written.get("path")} '
+          f'({written.get("size")} tokens), not {where}.vocab_file={vocab.path} ({vocab.size} '
+          f'tokens): set {where}.vocab_file to the records\' vocabulary, or rebuild the records '
+          'with this one.')
 
 
 def unmasked_sequences(files: list[str],

@@ -143,6 +143,32 @@ class PretrainingRecordsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertCountEqual([e['input_type_ids'].tobytes() for e in examples],
                           [r['segment_ids'].astype(np.int32).tobytes() for r in records])
 
+  @parameterized.named_parameters(
+      ('longer_records', dict(), dict(seq_length=12),
+       r'records of .*pretrain-summary\.json hold seq_length=16, but task\.validation_data\.'
+       r'seq_length=12: set task\.validation_data\.seq_length=16 .*--seq_length=12\.$'),
+      ('other_predictions', dict(output_kind='masked'), dict(max_predictions_per_seq=3),
+       r'hold max_predictions_per_seq=4, but task\.validation_data\.max_predictions_per_seq=3'),
+      ('masked_read_as_unmasked', dict(output_kind='masked'), dict(input_format='tfrecord'),
+       r'describes masked records, which task\.validation_data\.input_format=\'tfrecord\' '
+       r'cannot read: set task\.validation_data\.input_format=masked_tfrecord'),
+      ('other_vocabulary', dict(), dict(vocab_file='sample:vocab'),
+       r'written with the vocabulary .*vocab\.txt \(55 tokens\), not task\.validation_data\.'
+       r'vocab_file=.*sample.*\(3660 tokens\)'),
+  )
+  def test_records_that_do_not_fit_the_config_are_a_one_line_error(self, records, config,
+                                                                   error):
+    _, _, output_dir = self._create(**records)
+    fields = dict(input_format='masked_tfrecord' if records else 'tfrecord',
+                  input_path=os.path.join(output_dir, 'pretrain-*-of-*.tfrecord'),
+                  vocab_file=self.vocab_file, seq_length=_SEQ_LENGTH,
+                  max_predictions_per_seq=_NUM_PREDICTIONS, global_batch_size=4,
+                  is_training=False)
+    with self.assertRaisesRegex(ValueError, error) as raised:
+      teams_pretrain_dataloader.PretrainDataLoader(
+          teams_pretrain_dataloader.PretrainDataConfig(**(fields | config)))
+    self.assertNotIn('\n', str(raised.exception))
+
   def test_one_segment(self):
     _, records, _ = self._create(num_segments=1)
     for record in records:
