@@ -16,10 +16,10 @@ learning-rate decay moved to the new last step (`training.schedules`).
 """
 
 import difflib
-import logging as logging_lib
 import os
 import re
 import sys
+import time
 import warnings
 
 # oneDNN's CPU kernels are outside TensorFlow's op determinism: under CPU contention they now
@@ -57,6 +57,8 @@ from teams_tf.training import non_finite
 from teams_tf.training import resume
 from teams_tf.training import run_summary
 from teams_tf.training import schedules
+from teams_tf.training import step_progress
+from teams_tf.utils import log_filters
 
 FLAGS = flags.FLAGS
 # Model Garden's flags a user needs, shown by --help beside this file's own.
@@ -82,13 +84,6 @@ _OP_DETERMINISM = flags.DEFINE_bool(
     '(tf.config.experimental.enable_op_determinism; needs --seed) and turns off the oneDNN CPU '
     'kernels, which are not: with it, a resumed run ends with the same weights as an '
     'uninterrupted one. Some ops get slower.')
-
-
-class _PrintedOnly(logging_lib.Filter):
-  """Drops the log copy of what Orbit's controller prints (progress, metrics, checkpoints)."""
-
-  def filter(self, record):
-    return not record.pathname.endswith(os.path.join('orbit', 'controller.py'))
 
 
 def _fail(message):
@@ -124,12 +119,30 @@ def _parse_params():
   # Model Garden reads a --params_override it cannot parse as key=value pairs as a YAML path,
   # hence NotFoundError (e.g. for an unquoted glob with brackets).
   except (KeyError, ValueError, AttributeError, TypeError, tf.errors.NotFoundError) as e:
-    hint = ''
+    hint = _close_keys(FLAGS.params_override, registered.as_dict())
     if re.search(r'input_path=[^,\'"]*,', FLAGS.params_override or ''):
       hint = (" (its commas separate overrides: quote a list of files, "
               "task.train_data.input_path='a.txt,b.txt', or use a glob)")
     _fail(f'bad --config_file/--params_override for {FLAGS.experiment!r}: '
           f'{" ".join(str(e).split())}{hint}')
+
+
+def _dotted_keys(values, prefix=''):
+  """Every leaf field of a config dict as a dotted key ('trainer.train_steps', ...)."""
+  for key, value in values.items():
+    if isinstance(value, dict) and value:
+      yield from _dotted_keys(value, f'{prefix}{key}.')
+    else:
+      yield f'{prefix}{key}'
+
+
+def _close_keys(params_override, values):
+  """'; did you mean ...?' for the override keys that are not fields of the experiment."""
+  known = list(_dotted_keys(values))
+  given = re.findall(r'(?:^|,)\s*([A-Za-z_][\w.]*)\s*=', params_override or '')
+  guesses = [f'{key} -> {" or ".join(close)}' for key in given if key not in known
+             if (close := difflib.get_close_matches(key, known, n=2, cutoff=0.8))]
+  return f'; did you mean {"; ".join(guesses)}?' if guesses else ''
 
 
 def _mistyped_fields(value, default, key=''):
@@ -198,8 +211,9 @@ def _list_experiments():
 def main(_):
   # Orbit prints each progress and metrics block and logs it too; keep one copy, on stdout, line
   # by line so that a log file of a killed run still ends at its last step.
+  started = time.monotonic()
   sys.stdout.reconfigure(line_buffering=True)
-  logging.get_absl_logger().addFilter(_PrintedOnly())
+  log_filters.install()
   if _LIST_EXPERIMENTS.value:
     _list_experiments()
     return
@@ -266,9 +280,14 @@ def main(_):
         model_dir=model_dir,
         save_summary=chief,
         trainer=trainer,
-        train_actions=[non_finite.NonFiniteLossCheck(
-            # Fine-tuning tasks are Model Garden's and report one loss.
-            model_dir, getattr(task, 'loss_weights', dict)(), params.trainer.recovery_max_trials)]
+        train_actions=[
+            non_finite.NonFiniteLossCheck(
+                # Fine-tuning tasks are Model Garden's and report one loss.
+                model_dir, getattr(task, 'loss_weights', dict)(),
+                params.trainer.recovery_max_trials),
+            step_progress.StepProgress(lambda: int(trainer.global_step.numpy()),
+                                       checkpoints.global_step(latest),
+                                       params.trainer.train_steps)]
     ).run()
   except (non_finite.NonFiniteLossError, init_checkpoint.InitCheckpointError) as e:
     _fail(str(e))
@@ -285,7 +304,7 @@ def main(_):
   except ValueError:  # A fine-tuning experiment.
     size = None
   print(run_summary.closing_summary(model_dir, FLAGS.experiment, FLAGS.mode, params.task.model,
-                                    size), flush=True)
+                                    size, seconds=time.monotonic() - started), flush=True)
 
 
 def define_flags():

@@ -19,6 +19,7 @@ from absl import flags
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.finetuning import glue_metrics
 from teams_tf.finetuning import sweep
+from teams_tf.utils import log_filters
 
 _TASKS = flags.DEFINE_list('tasks', None, f'GLUE tasks: {",".join(glue_metrics.TASK_METRICS)}.')
 _SEEDS = flags.DEFINE_string(
@@ -31,13 +32,15 @@ _INIT_CHECKPOINT = flags.DEFINE_string(
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Runs, result.json files and the tables.')
 _TRAIN_STEPS = flags.DEFINE_integer(
     'train_steps', None, 'Train steps per run (instead of --epochs).')
-_EPOCHS = flags.DEFINE_float('epochs', None, 'Epochs per run (default: the experiment\'s, 5).')
+_EPOCHS = flags.DEFINE_float(
+    'epochs', None, 'Epochs per run (default: the experiment\'s; Table 6: 5, demo and mini: 3).')
 _PARAMS_OVERRIDE = flags.DEFINE_string(
     'params_override', None, 'Model Garden override (YAML/JSON string or k=v,...) for every run.')
 
 
 def main(argv):
   del argv
+  log_filters.install()
   settings = sweep.SweepSettings(
       tasks=_TASKS.value, seeds=_SEEDS.value, size=_SIZE.value, data_dir=_DATA_DIR.value,
       init_checkpoint=_INIT_CHECKPOINT.value, output_dir=_OUTPUT_DIR.value,

@@ -14,6 +14,8 @@ from typing import Optional
 
 import tensorflow as tf
 
+from teams_tf.utils import progress
+
 # Metric -> the context-free baseline reported beside it in the same evaluation.
 CONTEXT_FREE = {
     'mlm_accuracy': 'mlm_context_free_accuracy',
@@ -103,7 +105,7 @@ def _next_commands(size: Optional[str], model_dir: str) -> list[str]:
 
 
 def closing_summary(model_dir: str, experiment: str, mode: str, model_config,
-                    size: Optional[str] = None) -> str:
+                    size: Optional[str] = None, seconds: Optional[float] = None) -> str:
   """The lines a run prints when it ends.
 
   Args:
@@ -113,10 +115,12 @@ def closing_summary(model_dir: str, experiment: str, mode: str, model_config,
     model_config: `params.task.model` (for the MWS chance level).
     size: the size of a pretraining experiment (its fine-tuning experiments' size); None for
       other experiments, which get no next commands.
+    seconds: how long the run took, start-up included; None leaves it out.
   """
   model_dir = os.path.abspath(model_dir)
   latest = tf.train.latest_checkpoint(model_dir)
-  lines = [f'Done: {mode} of {experiment!r} in {model_dir}',
+  took = '' if seconds is None else f' ({progress.format_duration(seconds)} in all)'
+  lines = [f'Done: {mode} of {experiment!r} in {model_dir}{took}',
            f'  checkpoint   {latest or "none"}',
            f'  summaries    tensorboard --logdir {model_dir}',
            f'  config       {os.path.join(model_dir, "params.yaml")}']

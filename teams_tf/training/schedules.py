@@ -99,10 +99,13 @@ def check_resumable(params, reached_step: int) -> None:
     reached_step: the step of the checkpoint the run restores; 0 for a fresh run.
 
   Raises:
-    ValueError: `reached_step` >= `trainer.train_steps`, or every remaining step comes after the
-      end of a decay to learning rate 0.
+    ValueError: `trainer.train_steps` < 1, `reached_step` >= it, or every remaining step comes
+      after the end of a decay to learning rate 0.
   """
   steps = params.trainer.train_steps
+  if steps < 1:
+    raise ValueError(f'trainer.train_steps={steps:,} must be a positive number of steps (the '
+                     'step the run ends at).')
   if reached_step >= steps:
     raise ValueError(
         f'model_dir is already at step {reached_step:,} >= trainer.train_steps={steps:,}; '

@@ -50,9 +50,12 @@ class TrainTest(tf.test.TestCase):
     self.assertIn("Running train_and_eval of 'teams_demo' on 1 replica(s) (batch 8, T 64, 25 "
                   'predictions per sequence, float32, 4 steps)', first.stderr)
     # It ends with the closing summary, and without Model Garden's FLOP-profiler failure.
-    self.assertIn(f"Done: train_and_eval of 'teams_demo' in {model_dir}", first.stdout)
+    self.assertIn(f"Done: train_and_eval of 'teams_demo' in {model_dir} (", first.stdout)
+    self.assertRegex(first.stdout, r'train \| step:      4 of 4 \(100%\) \| elapsed [0-9:]+ \| '
+                     r'ETA 0:00:00')
     self.assertRegex(first.stdout, r'rtd_auc +[0-9.]+  \(chance 0\.500; context-free [0-9.]+\)')
     self.assertNotIn('Failed to count model FLOPs', first.stderr)
+    self.assertNotIn(' configs: {', first.stderr)  # Model Garden's per-layer config dumps.
 
     # Continue pretraining in a new run: its encoder starts from the first run's (Model Garden
     # calls Task.initialize because the new model_dir has no checkpoint).
@@ -155,6 +158,17 @@ class ConfigAndInputErrorsTest(_OneLineErrorTest):
     self._assert_one_line_error(
         self._error(self.get_temp_dir(), 'teams_demo', 'task.model.num_negativs=3'),
         'num_negativs')
+
+  def test_misspelt_override_key_gets_the_close_field_names(self):
+    self._assert_one_line_error(
+        self._error(self.get_temp_dir(), 'teams_demo', 'trainer.train_step=10'),
+        'did you mean trainer.train_step -> trainer.train_steps')
+
+  def test_a_step_count_below_one_is_refused_on_a_new_model_dir(self):
+    model_dir = os.path.join(self.get_temp_dir(), 'negative')
+    self._assert_one_line_error(self._error(model_dir, 'teams_demo', 'trainer.train_steps=-5'),
+                                'trainer.train_steps=-5 must be a positive number of steps')
+    self.assertFalse(os.path.exists(model_dir))
 
   def test_unparsable_override(self):
     self._assert_one_line_error(

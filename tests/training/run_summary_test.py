@@ -52,8 +52,9 @@ class RunSummaryTest(tf.test.TestCase):
     _write_validation(model_dir, {400: {'mlm_accuracy': 0.05, 'mlm_context_free_accuracy': 0.12},
                                   800: {'mlm_accuracy': 0.15, 'mlm_context_free_accuracy': 0.12}})
     summary = run_summary.closing_summary(model_dir, 'bert_demo', 'train_and_eval', self.teams,
-                                          'demo')
-    self.assertIn(f"Done: train_and_eval of 'bert_demo' in {model_dir}", summary)
+                                          'demo', seconds=250.4)
+    self.assertIn(f"Done: train_and_eval of 'bert_demo' in {model_dir} (0:04:10 in all)\n",
+                  summary)
     self.assertIn('  validation at step 800:\n    mlm_accuracy  0.150  (context-free 0.120)',
                   summary)
     self.assertIn(f'--kind=encoder --model_dir={model_dir}', summary)
