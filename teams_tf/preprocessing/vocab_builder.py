@@ -159,6 +159,9 @@ def learn_vocabulary(word_counts: dict[str, int], vocab_size: int,
   allowed_chars = learner.get_allowed_chars(all_counts, params.max_unique_chars)
   counts = learner.filter_input_words(all_counts, allowed_chars, params.max_input_tokens)
   meter = progress.ProgressMeter()
+  log('threshold search over word-piece counts [%s, %s] for %s input words: at most %d steps, '
+      'each a full learning pass; the first one times the rest', f'{lower:,}', f'{upper:,}',
+      f'{len(counts):,}', max(upper - lower, 1).bit_length() + 1)
   for step in itertools.count(1):  # `learner.learn_binary_search`, iteratively.
     threshold = (upper + lower) // 2
     vocab = learner.learn_with_thresh(counts, threshold, params)
@@ -170,13 +173,16 @@ def learn_vocabulary(word_counts: dict[str, int], vocab_size: int,
         lower = threshold + 1
       else:
         upper = threshold - 1
-    # Each step halves [lower, upper]: at most about log2 of its width steps remain.
+    # Each step halves [lower, upper]: at most about log2 of its width steps remain, each about
+    # as long as the ones so far.
+    remaining = max(upper - lower, 1).bit_length()
     outlook = ('done' if done else
-               f'next in [{lower:,}, {upper:,}], at most {max(upper - lower, 1).bit_length()} '
-               'more steps')
+               f'next in [{lower:,}, {upper:,}], at most {remaining} more steps')
+    eta = ('' if done else
+           f', ETA at most {progress.format_duration(meter.elapsed() / step * remaining)}')
     log('threshold search step %d: pieces seen >= %s times give %s tokens (target %s, at most '
-        '%s below); %s, %s', step, f'{threshold:,}', f'{len(vocab):,}', f'{vocab_size:,}',
-        f'{params.slack_ratio:.0%}', outlook, meter.timing())
+        '%s below); %s, %s%s', step, f'{threshold:,}', f'{len(vocab):,}', f'{vocab_size:,}',
+        f'{params.slack_ratio:.0%}', outlook, meter.timing(), eta)
     if done:
       return vocab
 

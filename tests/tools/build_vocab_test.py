@@ -38,6 +38,11 @@ class BuildVocabCommandTest(tf.test.TestCase):
     self.assertGreater(result.stderr.count('threshold search step '), 3)
     self.assertRegex(result.stderr, r'threshold search step \d+: pieces seen >= 3 times give '
                      r'3,660 tokens .*; done, elapsed')
+    # Before the first (slow) step, what the search will do; after each one, its ETA.
+    self.assertRegex(result.stderr, r'threshold search over word-piece counts \[2, [0-9,]+\] '
+                     r'for [0-9,]+ input words: at most \d+ steps')
+    self.assertRegex(result.stderr, r'threshold search step 1: .* more steps, elapsed '
+                     r'[0-9:]+, ETA at most [0-9:]+')
 
   def test_help(self):
     result = _run('--help')
