@@ -12,6 +12,9 @@ import tensorflow as tf
 import tf_keras
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.data import corpus
+from teams_tf.preprocessing import pretraining_records
+from teams_tf.preprocessing import record_format
 from teams_tf.registry import experiments
 from tests import testing_utils
 
@@ -220,6 +223,21 @@ class ConfigAndInputErrorsTest(_OneLineErrorTest):
     self._assert_one_line_error(
         self._error(model_dir, 'bert_demo', f'task.train_data.input_path={binary}'),
         'none of its 1 file(s) holds text')
+    self.assertFalse(os.path.exists(model_dir))
+
+  def test_records_of_another_length_are_one_line_and_write_nothing(self):
+    # The records tool's default T (128) against the demo's 64.
+    records_dir = os.path.join(self.get_temp_dir(), 'records128')
+    pretraining_records.create_pretraining_data(
+        corpus.CorpusSource(input_patterns='sample:valid'),
+        record_format.RecordOptions(vocab_file='sample:vocab', output_kind='unmasked'),
+        records_dir, num_shards=1)
+    model_dir = os.path.join(self.get_temp_dir(), 'records_run')
+    self._assert_one_line_error(
+        self._error(model_dir, 'teams_demo', 'task.train_data.input_format=tfrecord,'
+                    f'task.train_data.input_path={records_dir}/pretrain-*'),
+        'hold seq_length=128, but task.train_data.seq_length=64: set '
+        'task.train_data.seq_length=128')
     self.assertFalse(os.path.exists(model_dir))
 
   def test_training_input_without_a_batch_is_one_line(self):
