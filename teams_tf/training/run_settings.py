@@ -60,7 +60,17 @@ class RunSettings:
 
 
 def parse_model_config(config, values, path):
-  """Overrides a Model Garden config with the `task.model` dict of params.yaml."""
+  """Overrides a Model Garden config with the `task.model` dict of params.yaml.
+
+  An `encoder` of type `any` is read as this project's `RelativePositionEncoderConfig`, the one
+  `any` encoder it registers (the `*_demo`/`*_mini` fine-tuning encoder, COCO-LM's main
+  Transformer): Model Garden declares that field as an empty `hyperparams.Config`, which no saved
+  key would fit.
+  """
+  encoder_values = values.get('encoder') if isinstance(values, dict) else None
+  if (isinstance(encoder_values, dict) and encoder_values.get('type') == 'any'
+      and isinstance(getattr(config, 'encoder', None), encoders.EncoderConfig)):
+    config.encoder.any = encoder_configs.RelativePositionEncoderConfig()
   try:
     config.override(values, is_strict=True)
   except (KeyError, ValueError, TypeError, AttributeError) as e:
