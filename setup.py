@@ -10,6 +10,7 @@ setuptools.setup(
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
     license='Apache-2.0',
+    license_files=['LICENSE', 'teams_tf/data/sample/SOURCE.md'],
     python_requires='>=3.10,<3.13',
     packages=setuptools.find_packages(include=['teams_tf', 'teams_tf.*']),
     package_data={'teams_tf': ['data/sample/*.txt', 'data/sample/*.md']},
@@ -34,5 +35,16 @@ setuptools.setup(
         'test': ['pytest>=8', 'pytest-xdist>=3', 'ruff~=0.17.6', 'torch==2.13.0',
                  'transformers>=4.57,<6'],
     },
-    entry_points={'console_scripts': ['teams-train=teams_tf.train:run']},
+    # Every user tool, beside `python tools/<name>.py` in a clone (`tests/cli_test.py`).
+    entry_points={'console_scripts': [
+        'teams-train=teams_tf.train:run',
+        'teams-build-vocab=teams_tf.cli.build_vocab:run',
+        'teams-create-pretraining-data=teams_tf.cli.create_pretraining_data:run',
+        'teams-create-glue-data=teams_tf.cli.create_glue_data:run',
+        'teams-run-glue=teams_tf.cli.run_glue:run',
+        'teams-export=teams_tf.cli.export_savedmodel:run',
+        'teams-convert-to-hf=teams_tf.cli.convert_to_hf:run',
+        'teams-score=teams_tf.cli.score:run',
+        'teams-contextual-score=teams_tf.cli.contextual_score:run',
+    ]},
 )

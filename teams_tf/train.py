@@ -34,8 +34,7 @@ if not any(arg in ('--tf_cpp_logs', '--tf_cpp_logs=true') for arg in sys.argv[1:
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated', category=UserWarning)
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging
 import gin
 import tensorflow as tf
@@ -58,6 +57,7 @@ from teams_tf.training import resume
 from teams_tf.training import run_summary
 from teams_tf.training import schedules
 from teams_tf.training import step_progress
+from teams_tf.utils import entry_points
 from teams_tf.utils import log_filters
 
 FLAGS = flags.FLAGS
@@ -322,7 +322,7 @@ def define_flags():
 def run():
   """Console-script entry point (`teams-train`)."""
   define_flags()
-  app.run(main)
+  entry_points.run(main, sys.modules[__name__])
 
 
 if __name__ == '__main__':

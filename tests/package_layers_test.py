@@ -27,7 +27,7 @@ LAYERS = (
     ('registry',),  # Registered experiments.
     ('registry_imports',),  # Everything that registers with Model Garden's factories.
     ('serving', 'finetuning', 'benchmarking'),  # Export; GLUE data, metrics, sweeps; harnesses.
-    ('train',),  # Entry point.
+    ('train', 'cli'),  # Entry points: training, the user tools (console scripts).
 )
 _LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 

@@ -95,10 +95,11 @@ def _next_commands(size: Optional[str], model_dir: str) -> list[str]:
   if size is None:
     return []
   model_dir = model_dir.rstrip('/')
+  # The installed console scripts (setup.py), which work outside a clone too.
   return [
-      'export the encoder: python tools/export_savedmodel.py --kind=encoder '
+      'export the encoder: teams-export --kind=encoder '
       f'--model_dir={model_dir} --export_dir={model_dir}_encoder',
-      f'fine-tune on GLUE:  python tools/run_glue.py --tasks=sst2 --size={size} '
+      f'fine-tune on GLUE:  teams-run-glue --tasks=sst2 --size={size} '
       f'--init_checkpoint={model_dir} --data_dir=<GLUE records> --output_dir=<runs> '
       '(README: "Fine-tuning on GLUE and SQuAD")',
   ]

@@ -57,8 +57,9 @@ class RunSummaryTest(tf.test.TestCase):
                   summary)
     self.assertIn('  validation at step 800:\n    mlm_accuracy  0.150  (context-free 0.120)',
                   summary)
-    self.assertIn(f'--kind=encoder --model_dir={model_dir}', summary)
-    self.assertIn(f'run_glue.py --tasks=sst2 --size=demo --init_checkpoint={model_dir}', summary)
+    self.assertIn(f'teams-export --kind=encoder --model_dir={model_dir}', summary)
+    self.assertIn(f'teams-run-glue --tasks=sst2 --size=demo --init_checkpoint={model_dir}',
+                  summary)
 
   def test_a_training_only_fine_tuning_run_has_no_validation_or_next_commands(self):
     summary = run_summary.closing_summary(self.get_temp_dir(), 'glue_sst2_demo', 'train',

@@ -1,0 +1,1 @@
+"""The command-line tools, installed as console scripts (`teams-*`, setup.py)."""
