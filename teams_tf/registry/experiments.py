@@ -62,11 +62,12 @@ def _electra_fields(size, encoder):
 # model (base; small has the same depth), 6 for 24 (large). 'demo' keeps the ~1/3 ratio.
 _COCO_LM_AUXILIARY_LAYERS = {'small': 4, 'base': 4, 'large': 6, 'demo': 1, 'mini': 1}
 
-# SCRIPT's α (§4.1: 50) at the mini size, chosen by measurement: on one shared encoder and head,
-# 50 and 10 hold `script_mini` on the frequency plateau (held-out MLM accuracy 7.2% and 6.2% at
-# step 500, under the context-free 14.2%) while 1 reads 20.7% with a better critic (disc AUC
-# 0.597 against 0.579 at 50 and 0.548 at 10; README).
-_SCRIPT_MINI_ALPHA = 1.0
+# SCRIPT's α (§4.1: 50) at the low-budget sizes, chosen by measurement: on one shared encoder and
+# head, 50 and 10 hold `script_mini` on the frequency plateau (held-out MLM accuracy 7.2% and 6.2%
+# at step 500, under the context-free 14.2%) while 1 reads 20.7% with a better critic (disc AUC
+# 0.597 against 0.579 at 50 and 0.548 at 10; benchmarks/learning_recipe.md). At α = 50
+# `script_demo` ended its 1,400 steps at MLM accuracy 0.038 against the context-free 0.124.
+_SCRIPT_LOW_BUDGET_ALPHA = 1.0
 
 # Model fields of an objective or variant at a size, given its encoder config.
 _Fields = Callable[[str, mg_encoders.BertEncoderConfig], dict]
@@ -100,10 +101,10 @@ _OBJECTIVES = {
         lambda size, encoder: dict(rtd_loss_weight=0.0)),
     'script': _Objective(
         script_task.ScriptPretrainTaskConfig, models.ScriptConfig,
-        'SCRIPT: MLM + α·self-critic loss (α 50, at mini 1: measured), one encoder, '
+        'SCRIPT: MLM + α·self-critic loss (α 50, at demo and mini 1: measured), one encoder, '
         'Gumbel-softmax resampling',
-        lambda size, encoder: (dict(discriminator_loss_weight=_SCRIPT_MINI_ALPHA)
-                               if size == 'mini' else {})),
+        lambda size, encoder: (dict(discriminator_loss_weight=_SCRIPT_LOW_BUDGET_ALPHA)
+                               if size in ('demo', 'mini') else {})),
     'taco': _Objective(
         taco_task.TacoPretrainTaskConfig, models.TacoConfig,
         'TACO: MLM + token-alignment contrast (W 5, K 50, τ 0.07), one encoder'),

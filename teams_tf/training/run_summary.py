@@ -64,18 +64,34 @@ def chance_level(metric: str, model_config) -> Optional[float]:
   return None
 
 
-def validation_lines(metrics: dict[str, float], model_config) -> list[str]:
-  """One line per main metric of an evaluation, with its chance level and baseline.
+def main_metrics(metrics: dict[str, float], model_config) -> list[str]:
+  """The accuracies and AUCs of an evaluation that have a chance level or a context-free baseline.
 
-  The main metrics are the accuracies and AUCs that have a chance level or a context-free
-  baseline (an accuracy over imbalanced classes, like RTD's, says little without one), or every
-  accuracy and AUC when none has (fine-tuning).
+  An accuracy over imbalanced classes, like RTD's, says little without one. Fine-tuning reports
+  none that has: then every accuracy and AUC.
   """
   names = sorted(name for name in metrics
                  if name.endswith(('_accuracy', '_auc')) and 'context_free' not in name)
   compared = [name for name in names
               if name in CONTEXT_FREE or chance_level(name, model_config) is not None]
-  names = compared or names
+  return compared or names
+
+
+def baseline(metric: str, metrics: dict[str, float], model_config) -> Optional[tuple[str, float]]:
+  """('context-free' or 'chance', value) a run that reads context must beat on `metric`.
+
+  The context-free baseline where the evaluation reports one (it is above chance: token identity
+  alone tells a good part of RTD and MWS), else the chance level; None for neither.
+  """
+  if CONTEXT_FREE.get(metric) in metrics:
+    return 'context-free', metrics[CONTEXT_FREE[metric]]
+  chance = chance_level(metric, model_config)
+  return None if chance is None else ('chance', chance)
+
+
+def validation_lines(metrics: dict[str, float], model_config) -> list[str]:
+  """One line per main metric (`main_metrics`) of an evaluation, with its chance and baseline."""
+  names = main_metrics(metrics, model_config)
   width = max((len(name) for name in names), default=0)
   lines = []
   for name in names:
