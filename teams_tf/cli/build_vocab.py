@@ -58,3 +58,7 @@ def main(argv):
 def run():
   """The `teams-build-vocab` command; `python tools/build_vocab.py` in a clone."""
   entry_points.run(main, sys.modules[__name__], required=['output'])
+
+
+if __name__ == '__main__':
+  run()

@@ -63,3 +63,7 @@ def main(_):
 def run():
   """The `teams-contextual-score` command; `python tools/contextual_score.py` in a clone."""
   entry_points.run(main, sys.modules[__name__], required=['model_dir', 'input'])
+
+
+if __name__ == '__main__':
+  run()

@@ -48,3 +48,7 @@ def main(_):
 def run():
   """The `teams-convert-to-hf` command; `python tools/convert_to_hf.py` in a clone."""
   entry_points.run(main, sys.modules[__name__], required=['model_dir', 'output_dir'])
+
+
+if __name__ == '__main__':
+  run()

@@ -70,3 +70,7 @@ def main(argv):
 def run():
   """The `teams-create-glue-data` command; `python tools/create_glue_data.py` in a clone."""
   entry_points.run(main, sys.modules[__name__], required=['task', 'output_dir'])
+
+
+if __name__ == '__main__':
+  run()

@@ -80,3 +80,7 @@ def main(argv):
 def run():
   """The `teams-create-pretraining-data` command; in a clone, `tools/create_pretraining_data.py`."""
   entry_points.run(main, sys.modules[__name__], required=['vocab_file', 'output_dir'])
+
+
+if __name__ == '__main__':
+  run()

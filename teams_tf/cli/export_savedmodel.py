@@ -72,3 +72,7 @@ def main(_):
 def run():
   """The `teams-export` command; `python tools/export_savedmodel.py` in a clone."""
   entry_points.run(main, sys.modules[__name__], required=['kind', 'model_dir', 'export_dir'])
+
+
+if __name__ == '__main__':
+  run()

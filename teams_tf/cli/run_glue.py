@@ -57,3 +57,7 @@ def run():
   """The `teams-run-glue` command; `python tools/run_glue.py` in a clone."""
   entry_points.run(main, sys.modules[__name__],
                    required=['tasks', 'size', 'data_dir', 'init_checkpoint', 'output_dir'])
+
+
+if __name__ == '__main__':
+  run()

@@ -75,3 +75,7 @@ def main(_):
 def run():
   """The `teams-score` command; `python tools/score.py` in a clone."""
   entry_points.run(main, sys.modules[__name__], required=['model_dir'])
+
+
+if __name__ == '__main__':
+  run()
