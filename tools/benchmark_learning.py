@@ -59,6 +59,16 @@ def main(argv):
     variants = ', '.join(sorted(set(runs) - set(learning.OBJECTIVES)))
     sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES} or a mini '
              f'variant ({variants}).')
+  todo = [o for o in _OBJECTIVES.value
+          if not os.path.exists(os.path.join(_OUT_DIR.value, f'{o}.json'))]
+  data = ('' if os.path.exists(os.path.join(_WORK_DIR.value, f'vocab_{_VOCAB_SIZE.value}.txt'))
+          else f'builds the corpus vocabulary and records in {_WORK_DIR.value} (about 15 '
+          'minutes, once), then ')
+  # 40 to 55 training minutes per objective at the default budget (learning.md).
+  scale = _BERT_STEPS.value / learning.BERT_STEPS
+  print(f'This run {data}pretrains {len(todo)} objective(s) ({", ".join(todo) or "none"}; '
+        f'{len(_OBJECTIVES.value) - len(todo)} already in {_OUT_DIR.value}), about '
+        f'{40 * scale:.0f} to {55 * scale:.0f} minutes each on 2 cores.', flush=True)
   try:
     setup, flops = learning.default_setup(
         _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,

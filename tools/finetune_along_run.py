@@ -69,10 +69,21 @@ def main(_):
     def report():
       return along_run.write_report(along, pretraining, command)
 
-    if not _REPORT_ONLY.value:
+    to_run = [] if _REPORT_ONLY.value else along_run.to_run(along)
+    if to_run:
       along_run.check(along)
-      replication.prepare_glue(protocol, _GLUE_DIR.value, pretraining['setup']['vocab_file'],
-                               along.sweep.data_dir, glue.convert_tsv)
+      print(f'This run fine-tunes {len(to_run)} unit(s) (about 3 minutes each on 2 cores: '
+            f'{len(to_run) * 3 / 60:.1f} hours), then rewrites the report; --report_only '
+            'rewrites it alone, in seconds.', flush=True)
+      vocab_file = pretraining['setup']['vocab_file']
+      if not os.path.exists(vocab_file):
+        raise ValueError(
+            f'The pretraining run\'s vocabulary {vocab_file} is gone with its work directory: '
+            'the units left need the run itself. Pretrain it with tools/benchmark_learning.py '
+            f'--objectives={_ENCODER.value} --keep_checkpoints --out_dir=<a new dir> (40 to 55 '
+            'minutes), fine-tune it with tools/replicate.py, then run this again.')
+      replication.prepare_glue(protocol, _GLUE_DIR.value, vocab_file, along.sweep.data_dir,
+                               glue.convert_tsv)
       along_run.run(along, sweep.run_fields, report)
     report()
   except ValueError as e:

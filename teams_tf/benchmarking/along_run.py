@@ -175,6 +175,12 @@ def plan(along: AlongRun) -> list[tuple[int, replication.Unit]]:
           for seed in range(1, along.sweep.protocol.seeds + 1)]
 
 
+def to_run(along: AlongRun) -> list[tuple[int, replication.Unit]]:
+  """The (step, unit)s of `plan` without a committed result."""
+  return [(step, unit) for step, unit in plan(along)
+          if replication.read_unit(step_sweep(along, step).out_dir, unit) is None]
+
+
 def run(along: AlongRun, fine_tune: Callable[[dict], None], report: Callable[[], str],
         log=print, clock=time.monotonic) -> None:
   """Fine-tunes every unit of `plan` without a result, printing progress and the table.
@@ -187,8 +193,7 @@ def run(along: AlongRun, fine_tune: Callable[[dict], None], report: Callable[[],
     clock: seconds, for the ETA.
   """
   units = plan(along)
-  to_do = [(step, unit) for step, unit in units
-           if replication.read_unit(step_sweep(along, step).out_dir, unit) is None]
+  to_do = to_run(along)
   log(f'{len(units) - len(to_do)} of {len(units)} fine-tuning unit(s) done, {len(to_do)} to run')
   durations = []
   for position, (step, unit) in enumerate(to_do, 1):

@@ -156,6 +156,47 @@ def plan(protocol: FineTuneProtocol, out_dir: str, encoders) -> list[Unit]:
   return first + later
 
 
+# Minutes each stage took alone on 2 cores (README, benchmarks/learning/learning.md), for the
+# plan a run prints before it starts; fine-tuning units use the committed units' own times.
+_DATA_MINUTES = 15
+_PRETRAINING_MINUTES = (40, 55)
+_UNIT_MINUTES = 3
+
+
+def outlook(protocol: FineTuneProtocol, out_dir: str, learning_dir: str, work_dir: str,
+            encoders) -> str:
+  """What a run of `encoders` will do before its report, and about how long it will take.
+
+  Printed first, because the first step (the corpus vocabulary) takes minutes and the whole
+  table takes hours; `--report_only` rewrites the report from the committed results alone.
+  """
+  units = plan(protocol, out_dir, encoders)
+  done = [result for result in (read_unit(out_dir, unit) for unit in units) if result]
+  seconds = [result['total_seconds'] for result in done if 'total_seconds' in result]
+  unit_minutes = sum(seconds) / len(seconds) / 60 if seconds else _UNIT_MINUTES
+  to_fine_tune = len(units) - len(done)
+  to_pretrain = [encoder for encoder in encoders if encoder != RANDOM and not os.path.exists(
+      os.path.join(learning_dir, f'{encoder}.json'))]
+  # The data step runs first whatever is left to do (`learning.default_setup`).
+  needs_data = not os.path.exists(os.path.join(work_dir, f'vocab_{learning.VOCAB_SIZE}.txt'))
+  parts = ([f'builds the corpus vocabulary and records in {work_dir} (about {_DATA_MINUTES} '
+            'minutes, once)'] if needs_data else [])
+  if to_pretrain:
+    parts.append(f'pretrains {len(to_pretrain)} encoder(s) ({", ".join(to_pretrain)}; '
+                 f'{_PRETRAINING_MINUTES[0]} to {_PRETRAINING_MINUTES[1]} minutes each)')
+  parts.append(f'fine-tunes up to {to_fine_tune} of {len(units)} unit(s) (about '
+               f'{unit_minutes:.1f} minutes each; an encoder whose pretraining checkpoint is no '
+               f'longer in {work_dir} waits, as listed after the data step)')
+  low = (needs_data * _DATA_MINUTES + len(to_pretrain) * _PRETRAINING_MINUTES[0]
+         + to_fine_tune * unit_minutes)
+  high = (needs_data * _DATA_MINUTES + len(to_pretrain) * _PRETRAINING_MINUTES[1]
+          + to_fine_tune * unit_minutes)
+  span = (f'{low / 60:.1f} hours' if low == high else
+          f'{low / 60:.1f} to {high / 60:.1f} hours')
+  return (f'This run {"; ".join(parts)}: at most about {span} on 2 cores. To rewrite the '
+          'report from the committed results alone, in seconds, pass --report_only.')
+
+
 def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
              log=print) -> dict[str, str]:
   """Pretrains (or reuses) what `encoders` need, each through `learning.run_objective`.

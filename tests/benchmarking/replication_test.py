@@ -220,6 +220,27 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual('0 of 24 fine-tuning unit(s) done, 12 to run', lines[0])
     self.assertIn('random: waits for a checkpoint of the bert pretraining run', '\n'.join(lines))
 
+  def test_outlook_says_what_a_run_will_do_and_how_long_before_it_starts(self):
+    learning_dir = os.path.join(self.get_temp_dir(), 'learning')
+    os.makedirs(learning_dir)
+    with open(os.path.join(learning_dir, 'bert.json'), 'w') as f:
+      json.dump({}, f)
+    # BERT's 3 tasks x (2 rates + 2 more seeds) = 12 units, 4 of them done in 2 minutes each.
+    for task in ('sst2', 'cola'):
+      for rate in (1e-4, 3e-4):
+        path = replication.unit_path(self.out_dir, replication.Unit('bert', task, rate, 1))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+          json.dump(dict(_sweep_result(task, 1, 0.5), total_seconds=120.0), f)
+    text = replication.outlook(self.protocol, self.out_dir, learning_dir, self.work_dir,
+                               ['bert', 'teams', 'random'])
+    self.assertIn(f'builds the corpus vocabulary and records in {self.work_dir}', text)
+    self.assertIn('pretrains 1 encoder(s) (teams; 40 to 55 minutes each)', text)
+    self.assertIn('fine-tunes up to 32 of 36 unit(s) (about 2.0 minutes each', text)
+    # 15 + 40 + 32 x 2 minutes, to 15 + 55 + 64.
+    self.assertIn('at most about 2.0 to 2.2 hours on 2 cores', text)
+    self.assertIn('pass --report_only', text)
+
   def test_learning_rate_choice(self):
     def choice():
       return replication.choose_learning_rate(self.protocol, self.out_dir, 'teams', 'stsb')
