@@ -80,6 +80,8 @@ def main(_):
       encoders.remove(replication.RANDOM)
       print(f'not fine-tuning {replication.RANDOM}: --random_init_dir gives its runs '
             f'({_RANDOM_INIT_DIR.value})')
+    print(replication.outlook(protocol, _OUT_DIR.value, _LEARNING_DIR.value, _WORK_DIR.value,
+                              encoders), flush=True)
     try:
       setup, flops = learning.default_setup(
           _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,
