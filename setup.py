@@ -46,5 +46,6 @@ setuptools.setup(
         'teams-convert-to-hf=teams_tf.cli.convert_to_hf:run',
         'teams-score=teams_tf.cli.score:run',
         'teams-contextual-score=teams_tf.cli.contextual_score:run',
+        'teams-minimal-pairs=teams_tf.cli.minimal_pairs:run',
     ]},
 )

@@ -19,7 +19,6 @@ from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.finetuning import glue_metrics
 from teams_tf.finetuning import sweep
 from teams_tf.utils import entry_points
-from teams_tf.utils import log_filters
 
 _TASKS = flags.DEFINE_list('tasks', None, f'GLUE tasks: {",".join(glue_metrics.TASK_METRICS)}.')
 _SEEDS = flags.DEFINE_string(
@@ -40,7 +39,6 @@ _PARAMS_OVERRIDE = flags.DEFINE_string(
 
 def main(argv):
   del argv
-  log_filters.install()
   settings = sweep.SweepSettings(
       tasks=_TASKS.value, seeds=_SEEDS.value, size=_SIZE.value, data_dir=_DATA_DIR.value,
       init_checkpoint=_INIT_CHECKPOINT.value, output_dir=_OUTPUT_DIR.value,

@@ -23,6 +23,11 @@ def self_critic_loss(log_odds, labels, weights):
   return classification.rtd_loss(log_odds, labels, weights)
 
 
+def log_p_original(log_odds):
+  """log p(t+ | x) [B, T] float32 of each token, from its tied log-odds (the terms of Eq. 7)."""
+  return tf.math.log_sigmoid(tf.cast(log_odds, tf.float32))
+
+
 def pseudo_log_likelihood(log_odds, weights):
   """SCRIPT's PLL of Eq. (7): Σ_t log p(t+ | x), one forward pass per sequence.
 
@@ -33,5 +38,4 @@ def pseudo_log_likelihood(log_odds, weights):
   Returns:
     [B] float32 PLL, ≤ 0.
   """
-  log_p_original = tf.math.log_sigmoid(tf.cast(log_odds, tf.float32))
-  return tf.reduce_sum(log_p_original * tf.cast(weights, tf.float32), axis=-1)
+  return tf.reduce_sum(log_p_original(log_odds) * tf.cast(weights, tf.float32), axis=-1)

@@ -178,6 +178,11 @@ class TeamsPretrainer(tf_keras.Model):
     return outputs
 
   @property
+  def rtd_head_input_layer(self):
+    """The 1-based discriminator layer the RTD head reads (None without an RTD head)."""
+    return self._rtd_head_input_layer
+
+  @property
   def kept_transformer_layers(self):
     """The transformer stack kept for fine-tuning, bottom first (`exported_representation`)."""
     discriminator_layers = list(self.discriminator_network.hidden_layers)

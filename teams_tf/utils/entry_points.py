@@ -1,5 +1,7 @@
 """Runs a command whose absl flags live in a package module, with those flags in its --help.
 
+Every command also drops Model Garden's config dumps from its log (`log_filters`).
+
 absl's `--help` lists the key flags of the module named by `sys.argv[0]`: a console script
 (`teams-export`) or a `tools/*.py` wrapper, neither of which defines the flags it runs with.
 """
@@ -10,9 +12,12 @@ from typing import Callable, Sequence
 from absl import app
 from absl import flags
 
+from teams_tf.utils import log_filters
+
 
 def run(main: Callable, module, required: Sequence[str] = ()) -> None:
-  """Declares `module`'s key flags as the command's, marks `required` ones, runs `main`.
+  """Declares `module`'s key flags as the command's, marks `required` ones, runs `main` with
+  the quiet log.
 
   Args:
     main: the absl main function, given the remaining argv.
@@ -29,4 +34,5 @@ def run(main: Callable, module, required: Sequence[str] = ()) -> None:
   sys.modules['__main__'].__doc__ = module.__doc__
   if required:
     flags.mark_flags_as_required(list(required))
+  log_filters.install()
   app.run(main)
