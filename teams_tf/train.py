@@ -226,7 +226,12 @@ def main(_):
     _fail('--op_determinism needs the oneDNN CPU kernels off, and TensorFlow loaded with '
           f'TF_ENABLE_ONEDNN_OPTS={os.environ.get("TF_ENABLE_ONEDNN_OPTS")}: unset it or set it '
           'to 0.')
-  if tf.io.gfile.exists(FLAGS.model_dir) and not tf.io.gfile.isdir(FLAGS.model_dir):
+  try:
+    is_file = tf.io.gfile.exists(FLAGS.model_dir) and not tf.io.gfile.isdir(FLAGS.model_dir)
+  except tf.errors.OpError as e:  # A gs:// path without network or credentials.
+    _fail(f'--model_dir={FLAGS.model_dir} cannot be reached ({e.message.splitlines()[0]}): check '
+          'the network and credentials for cloud paths, or pass a local directory.')
+  if is_file:
     _fail(f'--model_dir={FLAGS.model_dir} is a file, not a directory: pass a new directory or '
           'the one of the run to continue.')
   _parse_gin()

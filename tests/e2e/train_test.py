@@ -201,6 +201,17 @@ class ConfigAndInputErrorsTest(_OneLineErrorTest):
     with open(path) as f:
       self.assertEqual('my notes', f.read())
 
+  def test_an_unreachable_cloud_model_dir_is_one_line(self):
+    unreachable = tf.errors.FailedPreconditionError(
+        None, None, "Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve "
+        "hostname'\n\t when reading metadata of gs://bucket/teams_small")
+    with mock.patch.object(tf.io.gfile, 'exists', side_effect=unreachable):
+      self._assert_one_line_error(
+          testing_utils.train_error('--model_dir=gs://bucket/teams_small',
+                                    '--experiment=teams_demo', '--mode=train'),
+          "--model_dir=gs://bucket/teams_small cannot be reached (Error executing an HTTP "
+          "request: libcurl code 6 meaning 'Could not resolve hostname'): check the network")
+
   def test_several_input_files_in_one_override(self):
     self._assert_one_line_error(
         self._error(self.get_temp_dir(), 'bert_demo',
