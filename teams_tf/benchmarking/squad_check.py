@@ -173,7 +173,9 @@ def markdown(result: dict, command: str) -> str:
       f'({result["held_out_questions"]:,} questions), drawn with seed {result["seed"]}. '
       f'Encoder: {result["encoder"]}; {result["experiment"]}, {result["train_steps"]:,} steps '
       f'({result["epochs"]:g} epochs, batch {result["batch_size"]}, learning rate '
-      f'{result["learning_rate"]:g}), {result["minutes"]:.1f} minutes on {result["machine"]}.', '',
+      f'{result["learning_rate"]:g}), '
+      + (f'{result["minutes"]:.1f} minutes' if result['minutes'] else 'time not recorded')
+      + f' on {result["machine"]}.', '',
       '| answers on the held-out articles | EM | F1 |', '|---|---:|---:|']
   for row in result['rows']:
     lines.append(f'| {row["name"]} | {row["exact_match"]:.1f} | {row["f1"]:.1f} |')
@@ -213,6 +215,15 @@ def _config(settings, encoder, vocab_file, lower_case, paths, records, train_ste
               'initial_learning_rate': settings.learning_rate}}},
       },
   }
+
+
+def _training_minutes(model_dir: str) -> Optional[float]:
+  """Minutes the fine-tuning command took, as recorded when it ended (None before)."""
+  path = os.path.join(model_dir, 'minutes')
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return float(f.read())
 
 
 def run_check(settings: CheckSettings, command: str,
@@ -259,18 +270,22 @@ def run_check(settings: CheckSettings, command: str,
   atomic_files.write_json(config_path, _config(settings, encoder, vocab_file, lower_case, paths,
                                                 records, train_steps, registered))
   model_dir = os.path.join(work_dir, 'model')
-  log(f'{settings.name}: fine-tuning {experiment} for {train_steps:,} steps into {model_dir} '
-      f'(log {model_dir}.log)')
-  start = time.monotonic()
-  with open(f'{model_dir}.log', 'a') as out:
-    status = subprocess.run(train_command(experiment, model_dir, config_path), stdout=out,
-                            stderr=subprocess.STDOUT, check=False).returncode
-  minutes = (time.monotonic() - start) / 60
   validation = run_summary.read_scalars(os.path.join(model_dir, 'validation'))
-  if status or not validation:
-    log(f'{settings.name}: teams_tf.train exited with {status}; see {model_dir}.log')
-    return None
-  metrics = validation[max(validation)]
+  minutes = _training_minutes(model_dir)
+  if train_steps not in validation:  # Else a finished run, evaluated: only the rest is redone.
+    log(f'{settings.name}: fine-tuning {experiment} for {train_steps:,} steps into {model_dir} '
+        f'(log {model_dir}.log)')
+    start = time.monotonic()
+    with open(f'{model_dir}.log', 'a') as out:
+      status = subprocess.run(train_command(experiment, model_dir, config_path), stdout=out,
+                              stderr=subprocess.STDOUT, check=False).returncode
+    minutes = (time.monotonic() - start) / 60
+    validation = run_summary.read_scalars(os.path.join(model_dir, 'validation'))
+    if status or train_steps not in validation:
+      log(f'{settings.name}: teams_tf.train exited with {status}; see {model_dir}.log')
+      return None
+    atomic_files.write_text(os.path.join(model_dir, 'minutes'), f'{minutes:.2f}')
+  metrics = validation[train_steps]
   export_dir = os.path.join(work_dir, 'export')
   subprocess.run([sys.executable, '-m', 'teams_tf.cli.export_savedmodel', '--kind=squad',
                   f'--model_dir={model_dir}', f'--export_dir={export_dir}'],
@@ -285,7 +300,7 @@ def run_check(settings: CheckSettings, command: str,
       train_features=num_features, held_out_articles=len(held_out),
       held_out_questions=num_questions(held_out), seq_length=data.seq_length,
       train_steps=train_steps, epochs=settings.epochs, batch_size=batch_size,
-      learning_rate=settings.learning_rate, minutes=round(minutes, 1),
+      learning_rate=settings.learning_rate, minutes=minutes and round(minutes, 1),
       machine=hardware.description(),
       rows=[dict(name=f'fine-tuned {settings.size} encoder ({settings.name})',
                  exact_match=100 * metrics['exact_match'], f1=100 * metrics['final_f1']),

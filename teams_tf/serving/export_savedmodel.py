@@ -325,9 +325,11 @@ def export_from_model_dir(kind: str, model_dir: str, export_dir: str, *,
                  max_answer_length=max_answer_length))
   common = dict(
       checkpoint_path=checkpoint_path,
-      vocab_file=run.get('vocab_file', 'task.train_data.vocab_file'),
+      # A SQuAD run on records names its vocabulary only where the dev JSON is read.
+      vocab_file=run.get('vocab_file', 'task.train_data.vocab_file',
+                         'task.validation_data.vocab_file'),
       lower_case=run.get('lower_case', 'task.train_data.lower_case',
-                         'task.train_data.do_lower_case'),
+                         'task.train_data.do_lower_case', 'task.validation_data.do_lower_case'),
       seq_length=run.get('seq_length', 'task.train_data.seq_length'))
   if not run.model_values:
     raise ValueError(f'{params_path} has no task.model; --model_dir must be a training model_dir.')

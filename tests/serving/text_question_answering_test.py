@@ -7,6 +7,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 import tf_keras
+import yaml
 
 from official.nlp.configs import encoders
 from official.nlp.data import question_answering_dataloader
@@ -58,7 +59,7 @@ class TextQuestionAnsweringExportTest(tf.test.TestCase):
     cls.contexts = utils.tokenize(_CONTEXTS)
     cls.ids = utils.stack([utils.pack([q, c], _SEQ_LENGTH, 'waterfall')
                            for q, c in zip(cls.questions, cls.contexts)])
-    squad_dir = os.path.join(cls.work_dir, 'squad')
+    squad_dir = cls.squad_dir = os.path.join(cls.work_dir, 'squad')
     # Head weights ~ N(0, 1) (the head uses the encoder's initializer_range) give O(1) logits;
     # vocab_file '' (as in the SQuAD experiments) is read from the pretraining run.
     cls.model = utils.fine_tune(question_answering.QuestionAnsweringTask(
@@ -92,6 +93,24 @@ class TextQuestionAnsweringExportTest(tf.test.TestCase):
       self.assertAllClose(self.start_logits, outputs['start_logits'], atol=1e-5, rtol=0)
       self.assertAllClose(self.end_logits, outputs['end_logits'], atol=1e-5, rtol=0)
     self.assertEqual([], self.served['imported_project_modules'])
+
+  def test_a_run_without_a_pretraining_run_exports_with_its_dev_vocabulary(self):
+    # A random-init run (no task.init_checkpoint) names its vocabulary only where it reads the
+    # dev JSON.
+    run_dir = os.path.join(self.work_dir, 'squad_random_init')
+    shutil.copytree(self.squad_dir, run_dir)
+    params = os.path.join(run_dir, 'params.yaml')
+    with open(params) as f:
+      config = yaml.safe_load(f)
+    config['task']['init_checkpoint'] = ''
+    config['task']['validation_data'] = dict(
+        config['task']['train_data'], vocab_file=utils.copy_sample_vocab(self.work_dir),
+        is_training=False)
+    with open(params, 'w') as f:
+      yaml.safe_dump(config, f)
+    exported = export_savedmodel.export_from_model_dir(
+        'squad', run_dir, os.path.join(self.work_dir, 'random_init_export'))
+    self.assertTrue(os.path.exists(os.path.join(exported[0].path, 'saved_model.pb')))
 
   def test_best_span_matches_brute_force(self):
     served = self.served['text']
