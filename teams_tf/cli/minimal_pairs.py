@@ -44,6 +44,9 @@ _UNIGRAM_CORPUS = flags.DEFINE_string(
     'token frequencies under the run\'s vocabulary instead of a model.')
 _MAX_PAIRS = flags.DEFINE_integer('max_pairs', None, 'Pairs per paradigm (default: all).')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 256, 'Rows (masked copies) per forward pass.')
+_JIT_COMPILE = flags.DEFINE_bool(
+    'jit_compile', False, 'Compile each forward pass with XLA (about 6% faster for a mini '
+    'encoder on 2 CPU cores).')
 
 
 def _methods():
@@ -68,7 +71,8 @@ def _score_texts(method):
         vocab, settings.get('lower_case', None, 'task.train_data.lower_case'), files)
     return scorer, f'unigram frequencies of {_UNIGRAM_CORPUS.value} ({scorer.num_tokens:,} tokens)'
   scorer, vocab, lower_case, seq_length = loaders.load_sentence_scorer(
-      _MODEL_DIR.value, method, _CHECKPOINT_PATH.value, _RANDOM_INIT.value, _BATCH_SIZE.value)
+      _MODEL_DIR.value, method, _CHECKPOINT_PATH.value, _RANDOM_INIT.value, _BATCH_SIZE.value,
+      _JIT_COMPILE.value)
   network = scorer.method.network + (' (random init)' if _RANDOM_INIT.value else '')
   return minimal_pairs.text_scorer(scorer, vocab, lower_case, seq_length), network
 

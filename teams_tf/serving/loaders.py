@@ -179,7 +179,8 @@ def pretraining_model(model_values: dict, params_path: str):
 
 
 def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[str] = None,
-                         random_init: bool = False, batch_size: int = 256):
+                         random_init: bool = False, batch_size: int = 256,
+                         jit_compile: bool = False):
   """A `sentence_scoring.SentenceScorer` of a pretraining run, with its text settings.
 
   Args:
@@ -188,6 +189,7 @@ def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[
     checkpoint_path: a checkpoint; default the latest in `model_dir`.
     random_init: score with fresh weights of the run's shape instead of its checkpoint.
     batch_size: rows per forward pass.
+    jit_compile: compile the forward passes with XLA.
 
   Returns:
     (scorer, vocab, lower_case, seq_length).
@@ -216,5 +218,5 @@ def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[
   if method not in supported:
     raise ValueError(f'{type(pretrainer).__name__} of {model_dir} has no method {method!r}; '
                      f'use one of {", ".join(sorted(supported))}.')
-  return (sentence_scoring.SentenceScorer(supported[method], vocab, batch_size), vocab,
-          lower_case, seq_length)
+  return (sentence_scoring.SentenceScorer(supported[method], vocab, batch_size, jit_compile),
+          vocab, lower_case, seq_length)

@@ -186,23 +186,41 @@ _VECTOR = tf.TensorSpec([None], tf.int32)
 _LENGTH_QUANTUM = 8
 
 
-class SentenceScorer:
-  """Scores packed sentences with one `Method`, `batch_size` rows (masked copies) at a time."""
+def _padded(arrays, rows):
+  """Each [N, ...] array padded to `rows` rows with copies of its first (outputs discarded)."""
+  return [np.concatenate([a, np.repeat(a[:1], rows - len(a), axis=0)]) if len(a) < rows else a
+          for a in arrays]
 
-  def __init__(self, method: Method, vocab, batch_size: int = 256):
-    """Args: the method, the model's `tokenization.Vocabulary`, rows per forward pass."""
+
+class SentenceScorer:
+  """Scores packed sentences with one `Method`, `batch_size` rows (masked copies) at a time.
+
+  With `jit_compile`, each forward pass is one XLA program per row length (a multiple of 8 up to
+  T), every batch padded to `batch_size` rows so that the shapes repeat.
+  """
+
+  def __init__(self, method: Method, vocab, batch_size: int = 256, jit_compile: bool = False):
+    """Args: the method, the model's `tokenization.Vocabulary`, rows per pass, XLA."""
     if batch_size < 1:
       raise ValueError(f'batch_size={batch_size} must be >= 1.')
     self.method = method
     self._vocab = vocab
     self._batch_size = batch_size
+    self._jit_compile = jit_compile
     self._continuation = np.asarray(vocab.continuation_ids, np.int32)
     signature = ([_IDS] * 3 + [_VECTOR] * 2 if method.name in MASKED_METHODS else [_IDS] * 3)
-    self._log_probs = tf.function(method.token_log_probs, input_signature=signature)
+    self._log_probs = tf.function(method.token_log_probs, input_signature=signature,
+                                  jit_compile=jit_compile)
 
-  def _trimmed(self, rows_mask):
-    length = int(rows_mask.sum(axis=1).max())
-    return min(rows_mask.shape[1], -(-length // _LENGTH_QUANTUM) * _LENGTH_QUANTUM)
+  def _run(self, *arrays):
+    """The method on one chunk of rows (trimmed to their longest, padded for XLA)."""
+    rows = len(arrays[0])
+    length = int(arrays[1].sum(axis=1).max())
+    length = min(arrays[0].shape[1], -(-length // _LENGTH_QUANTUM) * _LENGTH_QUANTUM)
+    arrays = [a[:, :length] if a.ndim == 2 else a for a in arrays]
+    if self._jit_compile:
+      arrays = _padded(arrays, self._batch_size)
+    return self._log_probs(*arrays).numpy()[:rows], length
 
   def __call__(self, word_ids: np.ndarray, input_mask: np.ndarray,
                weights: np.ndarray) -> np.ndarray:
@@ -218,16 +236,13 @@ class SentenceScorer:
       for start in range(0, len(rows), self._batch_size):
         chunk = slice(start, start + self._batch_size)
         mask = input_mask[sentence[chunk]]
-        length = self._trimmed(mask)
-        log_probs = self._log_probs(rows[chunk, :length], mask[:, :length],
-                                    np.zeros_like(mask[:, :length]), position[chunk],
-                                    target[chunk])
-        np.add.at(scores, sentence[chunk], log_probs.numpy())
+        log_probs, _ = self._run(rows[chunk], mask, np.zeros_like(mask), position[chunk],
+                                 target[chunk])
+        np.add.at(scores, sentence[chunk], log_probs)
       return scores
     for start in range(0, len(word_ids), self._batch_size):
       chunk = slice(start, start + self._batch_size)
-      length = self._trimmed(input_mask[chunk])
-      log_probs = self._log_probs(word_ids[chunk, :length], input_mask[chunk, :length],
-                                  np.zeros_like(word_ids[chunk, :length])).numpy()
+      log_probs, length = self._run(word_ids[chunk], input_mask[chunk],
+                                    np.zeros_like(word_ids[chunk]))
       scores[chunk] = (log_probs * weights[chunk, :length]).sum(axis=1)
     return scores

@@ -178,6 +178,16 @@ class SentenceScoringTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(_one_pass_reference(per_token), self._scores(model, 'clm', 2),
                         atol=1e-4, rtol=1e-5)
 
+  @parameterized.parameters(('bert', 'masked_lm_word_l2r'), ('teams', 'rtd'))
+  def test_xla_gives_the_same_scores(self, kind, method):
+    model = _built(kind)
+    scores = []
+    for jit_compile in (False, True):
+      scorer = sentence_scoring.SentenceScorer(sentence_scoring.methods(model)[method], _VOCAB,
+                                               batch_size=4, jit_compile=jit_compile)
+      scores.append(scorer(*_packed()))
+    self.assertAllClose(scores[0], scores[1], atol=1e-4, rtol=1e-5)
+
   def test_each_pretrainer_offers_its_networks_methods(self):
     expected = {'bert': ['masked_lm', 'masked_lm_word_l2r'],
                 'teams': ['masked_lm', 'masked_lm_word_l2r', 'mws', 'rtd'],
