@@ -259,11 +259,12 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
           optimizer.optimizer.adamw.weight_decay_rate))
       self.assertEqual((50.0, False), (params.task.model.discriminator_loss_weight,
                                        params.task.model.straight_through))
-    # At mini α = 1 (measured: 50 holds the shared encoder on the frequency plateau), stated in
-    # the description a user reads from --list_experiments.
-    self.assertEqual(1.0, exp_factory.get_exp_config(
-        'script_mini').task.model.discriminator_loss_weight)
-    self.assertIn('at mini 1', experiments.describe('script_mini'))
+    # At demo and mini α = 1 (measured: 50 holds the shared encoder on the frequency plateau),
+    # stated in the description a user reads from --list_experiments.
+    for size in ('demo', 'mini'):
+      self.assertEqual(1.0, exp_factory.get_exp_config(
+          f'script_{size}').task.model.discriminator_loss_weight)
+      self.assertIn('at demo and mini 1', experiments.describe(f'script_{size}'))
     self.assertNotIn('script_large', experiments.experiment_names())
     with self.assertRaisesRegex(ValueError, "script has no size 'large'"):
       experiments.pretraining_experiment('script', 'large')
