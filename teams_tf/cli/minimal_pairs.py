@@ -25,12 +25,14 @@ from teams_tf.data import tokenization
 from teams_tf.serving import loaders
 from teams_tf.serving import minimal_pairs
 from teams_tf.serving import sentence_scoring
+from teams_tf.training import releases
 from teams_tf.training import run_settings
 from teams_tf.utils import atomic_files
 from teams_tf.utils import entry_points
 from teams_tf.utils import hardware
 
-_MODEL_DIR = flags.DEFINE_string('model_dir', None, 'Pretraining model_dir.')
+_MODEL_DIR = flags.DEFINE_string('model_dir', None, 'Pretraining model_dir, or a release of one '
+                                 '(benchmarks/encoders/<run>).')
 _BLIMP_DIR = flags.DEFINE_string('blimp_dir', None, 'Directory of BLiMP <paradigm>.jsonl files.')
 _OUTPUT = flags.DEFINE_string('output', None, 'JSON file to write the accuracies to.')
 _METHODS = flags.DEFINE_list(
@@ -49,21 +51,21 @@ _JIT_COMPILE = flags.DEFINE_bool(
     'encoder on 2 CPU cores).')
 
 
-def _methods():
+def _methods(model_dir):
   if _UNIGRAM_CORPUS.value:
     return ['unigram']
   if _METHODS.value:
     return _METHODS.value
-  model_config, build = loaders.pretraining_model(
-      run_settings.RunSettings(_MODEL_DIR.value).params['task']['model'],
-      os.path.join(_MODEL_DIR.value, 'params.yaml'))
-  return sorted(sentence_scoring.methods(loaders.built_pretrainer(build, model_config)))
+  model_config, build = run_settings.pretraining_model(
+      run_settings.RunSettings(model_dir).params['task']['model'],
+      os.path.join(model_dir, 'params.yaml'))
+  return sorted(sentence_scoring.methods(run_settings.built_pretrainer(build, model_config)))
 
 
-def _score_texts(method):
+def _score_texts(method, model_dir):
   """(score_texts, network name) of one method."""
   if method == 'unigram':
-    settings = run_settings.RunSettings(_MODEL_DIR.value)
+    settings = run_settings.RunSettings(model_dir)
     vocab = tokenization.load_vocabulary(
         settings.get('vocab_file', None, 'task.train_data.vocab_file'))
     files = input_files.list_input_files(_UNIGRAM_CORPUS.value)
@@ -71,7 +73,7 @@ def _score_texts(method):
         vocab, settings.get('lower_case', None, 'task.train_data.lower_case'), files)
     return scorer, f'unigram frequencies of {_UNIGRAM_CORPUS.value} ({scorer.num_tokens:,} tokens)'
   scorer, vocab, lower_case, seq_length = loaders.load_sentence_scorer(
-      _MODEL_DIR.value, method, _CHECKPOINT_PATH.value, _RANDOM_INIT.value, _BATCH_SIZE.value,
+      model_dir, method, _CHECKPOINT_PATH.value, _RANDOM_INIT.value, _BATCH_SIZE.value,
       _JIT_COMPILE.value)
   network = scorer.method.network + (' (random init)' if _RANDOM_INIT.value else '')
   return minimal_pairs.text_scorer(scorer, vocab, lower_case, seq_length), network
@@ -82,13 +84,15 @@ def main(argv):
   try:
     paradigms = minimal_pairs.read_paradigms(_BLIMP_DIR.value, _MAX_PAIRS.value)
     paper = minimal_pairs.paper_results(_BLIMP_DIR.value, paradigms)
-    methods = _methods()
+    # A release (benchmarks/encoders/*) is unpacked once, its hashes and step checked.
+    model_dir = releases.resolve_model_dir(_MODEL_DIR.value)
+    methods = _methods(model_dir)
     num_pairs = sum(len(p.good) for p in paradigms)
     print(f'{len(paradigms)} paradigms, {num_pairs:,} pairs; methods: {", ".join(methods)}',
           flush=True)
     results = {}
     for method in methods:
-      score_texts, network = _score_texts(method)
+      score_texts, network = _score_texts(method, model_dir)
       print(f'{method}: {network}', flush=True)
       start = time.monotonic()
       by_uid = minimal_pairs.accuracies(score_texts, paradigms,

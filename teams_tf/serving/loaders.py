@@ -14,12 +14,7 @@ from official.nlp.configs import encoders
 
 from teams_tf.configs import models as model_configs
 from teams_tf.data import tokenization
-from teams_tf.models import coco_lm_pretrainer
-from teams_tf.models import mlm_pretrainer
 from teams_tf.models import script_pretrainer
-from teams_tf.models import taco_pretrainer
-from teams_tf.models import teams_pretrainer
-from teams_tf.ops import replica_random
 from teams_tf.serving import pll_scoring
 from teams_tf.serving import sentence_scoring
 from teams_tf.training import run_settings
@@ -73,16 +68,6 @@ def restored_encoder(encoder_config, checkpoint_path):
   return encoder
 
 
-def built_pretrainer(build, model_config):
-  """`build(model_config)` with every variable created (fresh weights)."""
-  pretrainer = build(model_config)
-  ones = tf.ones([1, 4], tf.int32)
-  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
-                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
-                  masked_lm_weights=tf.ones([1, 1])))
-  return pretrainer
-
-
 def restored_pretrainer(build, model_config, checkpoint_path, vocab_file, seq_length):
   """A whole pretrainer built by `build(model_config)`, restored from checkpoint root `model`.
 
@@ -92,13 +77,8 @@ def restored_pretrainer(build, model_config, checkpoint_path, vocab_file, seq_le
   """
   check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
                       vocab_file, seq_length)
-  pretrainer = built_pretrainer(build, model_config)
-  # Serving never samples, so the sampling stream is not read (checkpoints written before it
-  # existed load too); every weight must still be found.
-  weights = {name: child
-             for name, child in tf.train.TrackableView(pretrainer).children(pretrainer).items()
-             if not isinstance(child, replica_random.SeedStream)}
-  restore(checkpoint_path, f'a {type(pretrainer).__name__}', model=tf.train.Checkpoint(**weights))
+  pretrainer = run_settings.built_pretrainer(build, model_config)
+  run_settings.restore_pretrainer(pretrainer, checkpoint_path)
   return pretrainer
 
 
@@ -153,31 +133,6 @@ def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
   return pll_scoring.PllScorer(pretrainer, params)
 
 
-# Every pretraining objective's model config and builder. params.yaml does not name the class, so
-# a run's is the one whose fields are exactly those of its `task.model`.
-_PRETRAINERS = (
-    (model_configs.TeamsConfig, teams_pretrainer.build_teams_pretrainer),
-    (model_configs.MlmConfig, mlm_pretrainer.build_mlm_pretrainer),
-    (model_configs.CocoLmConfig, coco_lm_pretrainer.build_coco_lm_pretrainer),
-    (model_configs.ScriptConfig, script_pretrainer.build_script_pretrainer),
-    (model_configs.TacoConfig, taco_pretrainer.build_taco_pretrainer),
-)
-
-
-def pretraining_model(model_values: dict, params_path: str):
-  """(model config, builder) of a pretraining run's `task.model` dict.
-
-  Raises:
-    ValueError: `task.model` is no pretraining objective's (e.g. a fine-tuning run's).
-  """
-  for config_cls, build in _PRETRAINERS:
-    if set(config_cls().as_dict()) == set(model_values):
-      return run_settings.parse_model_config(config_cls(), model_values, params_path), build
-  raise ValueError(f'task.model in {params_path} is not a pretraining model of this project '
-                   '(TEAMS/ELECTRA/MWS, BERT, COCO-LM, SCRIPT or TACO): pass a pretraining '
-                   'model_dir.')
-
-
 def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[str] = None,
                          random_init: bool = False, batch_size: int = 256,
                          jit_compile: bool = False):
@@ -200,15 +155,15 @@ def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[
   """
   settings = run_settings.RunSettings(model_dir)
   params_path = os.path.join(model_dir, 'params.yaml')
-  model_config, build = pretraining_model(settings.params.get('task', {}).get('model') or {},
-                                          params_path)
+  model_config, build = run_settings.pretraining_model(
+      settings.params.get('task', {}).get('model') or {}, params_path)
   vocab_file = settings.get('vocab_file', None, 'task.train_data.vocab_file')
   lower_case = settings.get('lower_case', None, 'task.train_data.lower_case')
   seq_length = settings.get('seq_length', None, 'task.train_data.seq_length')
   if random_init:
     vocab = check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
                                vocab_file, seq_length)
-    pretrainer = built_pretrainer(build, model_config)
+    pretrainer = run_settings.built_pretrainer(build, model_config)
   else:
     pretrainer = restored_pretrainer(build, model_config,
                                      resolve_checkpoint(model_dir, checkpoint_path), vocab_file,

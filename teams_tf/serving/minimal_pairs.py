@@ -70,7 +70,7 @@ def read_paradigms(directory: str, max_pairs: Optional[int] = None) -> list[Para
 
 
 def accuracies(score_texts: Callable[[Sequence[str]], np.ndarray], paradigms: list[Paradigm],
-               batch_size: int = 512, log: Callable[[str], None] = print) -> dict[str, float]:
+               batch_size: int = 2048, log: Callable[[str], None] = print) -> dict[str, float]:
   """Paradigm UID -> share of its pairs whose good sentence scores strictly higher.
 
   Every distinct sentence is scored once, in batches of `batch_size` sentences of similar

@@ -182,7 +182,8 @@ def masked_rows(word_ids: np.ndarray, weights: np.ndarray, mask_id: int,
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
 _VECTOR = tf.TensorSpec([None], tf.int32)
-# Row lengths are rounded up to a multiple of this, so batches of similar sentences share shapes.
+# With XLA, row lengths are rounded up to a multiple of this, so that batches of similar
+# sentences share one compiled program; without it, every length runs the same graph.
 _LENGTH_QUANTUM = 8
 
 
@@ -195,8 +196,9 @@ def _padded(arrays, rows):
 class SentenceScorer:
   """Scores packed sentences with one `Method`, `batch_size` rows (masked copies) at a time.
 
-  With `jit_compile`, each forward pass is one XLA program per row length (a multiple of 8 up to
-  T), every batch padded to `batch_size` rows so that the shapes repeat.
+  Rows are scored shortest first, each batch cut to its longest row. With `jit_compile`, each
+  forward pass is one XLA program per row length (a multiple of 8 up to T), every batch padded to
+  `batch_size` rows so that the shapes repeat.
   """
 
   def __init__(self, method: Method, vocab, batch_size: int = 256, jit_compile: bool = False):
@@ -216,7 +218,8 @@ class SentenceScorer:
     """The method on one chunk of rows (trimmed to their longest, padded for XLA)."""
     rows = len(arrays[0])
     length = int(arrays[1].sum(axis=1).max())
-    length = min(arrays[0].shape[1], -(-length // _LENGTH_QUANTUM) * _LENGTH_QUANTUM)
+    if self._jit_compile:
+      length = min(arrays[0].shape[1], -(-length // _LENGTH_QUANTUM) * _LENGTH_QUANTUM)
     arrays = [a[:, :length] if a.ndim == 2 else a for a in arrays]
     if self._jit_compile:
       arrays = _padded(arrays, self._batch_size)
@@ -233,6 +236,9 @@ class SentenceScorer:
                       if self.method.name == 'masked_lm_word_l2r' else None)
       rows, sentence, position, target = masked_rows(word_ids, weights, self._vocab.mask_id,
                                                      continuation)
+      # Shortest first, so that a batch's rows are padded to lengths close to their own.
+      order = np.argsort(input_mask.sum(axis=1)[sentence], kind='stable')
+      rows, sentence, position, target = (a[order] for a in (rows, sentence, position, target))
       for start in range(0, len(rows), self._batch_size):
         chunk = slice(start, start + self._batch_size)
         mask = input_mask[sentence[chunk]]

@@ -1,8 +1,8 @@
-"""What a training model_dir holds: its settings and its kept encoder's architecture.
+"""What a training model_dir holds: its settings, its kept encoder's architecture, its pretrainer.
 
-Export and conversion tools read a run's `params.yaml` (and that of the pretraining run named by
-its `task.init_checkpoint`) and its checkpoints; this module turns them into settings and Model
-Garden configs.
+Export, scoring and conversion tools read a run's `params.yaml` (and that of the pretraining run
+named by its `task.init_checkpoint`) and its checkpoints; this module turns them into settings,
+Model Garden configs and the built (not yet restored) pretrainer.
 """
 
 import os
@@ -15,9 +15,16 @@ from official.modeling import hyperparams
 from official.nlp.configs import encoders
 
 from teams_tf.configs import encoders as encoder_configs
+from teams_tf.configs import models as model_configs
+from teams_tf.models import coco_lm_pretrainer
+from teams_tf.models import mlm_pretrainer
+from teams_tf.models import script_pretrainer
+from teams_tf.models import taco_pretrainer
+from teams_tf.models import teams_pretrainer
 
 # Binds the builder of `RelativePositionEncoderConfig`, which `kept_encoder_config` may return.
 from teams_tf.networks import shared_encoders  # pylint: disable=unused-import
+from teams_tf.ops import replica_random
 
 
 class RunSettings:
@@ -123,3 +130,59 @@ def kept_encoder_config(model_values, params_path, checkpoint_path):
                  checkpoint_path, depth, bert_config.num_layers)
     bert_config.num_layers = depth
   return encoders.EncoderConfig(type='bert_v2', bert_v2=bert_config)
+
+
+def built_pretrainer(build, model_config):
+  """`build(model_config)` with every variable created (fresh weights)."""
+  pretrainer = build(model_config)
+  ones = tf.ones([1, 4], tf.int32)
+  pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
+                  masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
+                  masked_lm_weights=tf.ones([1, 1])))
+  return pretrainer
+
+
+def restore_pretrainer(pretrainer, checkpoint_path):
+  """Reads a built pretrainer's weights from checkpoint root `model`; each must be found.
+
+  The sampling stream is not read: serving never samples, and checkpoints written before it
+  existed load too.
+
+  Raises:
+    ValueError: the checkpoint does not hold this pretrainer.
+  """
+  weights = {name: child
+             for name, child in tf.train.TrackableView(pretrainer).children(pretrainer).items()
+             if not isinstance(child, replica_random.SeedStream)}
+  try:
+    tf.train.Checkpoint(model=tf.train.Checkpoint(**weights)).read(
+        checkpoint_path).expect_partial().assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise ValueError(f'Checkpoint {checkpoint_path} does not hold a {type(pretrainer).__name__} '
+                     f'described by its params.yaml (wrong --model_dir?): '
+                     f'{" ".join(str(e).split())[:1000]}') from e
+
+
+# Every pretraining objective's model config and builder. params.yaml does not name the class, so
+# a run's is the one whose fields are exactly those of its `task.model`.
+_PRETRAINERS = (
+    (model_configs.TeamsConfig, teams_pretrainer.build_teams_pretrainer),
+    (model_configs.MlmConfig, mlm_pretrainer.build_mlm_pretrainer),
+    (model_configs.CocoLmConfig, coco_lm_pretrainer.build_coco_lm_pretrainer),
+    (model_configs.ScriptConfig, script_pretrainer.build_script_pretrainer),
+    (model_configs.TacoConfig, taco_pretrainer.build_taco_pretrainer),
+)
+
+
+def pretraining_model(model_values: dict, params_path: str):
+  """(model config, builder) of a pretraining run's `task.model` dict.
+
+  Raises:
+    ValueError: `task.model` is no pretraining objective's (e.g. a fine-tuning run's).
+  """
+  for config_cls, build in _PRETRAINERS:
+    if set(config_cls().as_dict()) == set(model_values):
+      return parse_model_config(config_cls(), model_values, params_path), build
+  raise ValueError(f'task.model in {params_path} is not a pretraining model of this project '
+                   '(TEAMS/ELECTRA/MWS, BERT, COCO-LM, SCRIPT or TACO): pass a pretraining '
+                   'model_dir.')

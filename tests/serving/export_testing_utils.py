@@ -49,10 +49,11 @@ def copy_sample_vocab(directory):
   return path
 
 
-def write_pretraining_run(model_dir, vocab_file, seq_length, **model_overrides):
+def write_pretraining_run(model_dir, vocab_file, seq_length, step=None, **model_overrides):
   """A TEAMS pretraining model_dir (checkpoint and params.yaml) as train.py would leave it.
 
-  `model_overrides` are TeamsConfig fields over the tiny TEAMS config.
+  `model_overrides` are TeamsConfig fields over the tiny TEAMS config; `step`, if given, is saved
+  as the training step (`global_step`), as Model Garden's trainer saves it.
 
   Returns:
     (pretrainer, checkpoint path).
@@ -61,7 +62,8 @@ def write_pretraining_run(model_dir, vocab_file, seq_length, **model_overrides):
       encoder=tiny_encoder_config(), **model_overrides)
   model = teams_pretrainer.build_teams_pretrainer(model_config, seed=1)
   return model, _save_pretraining_run(
-      model, teams_task.TeamsPretrainTaskConfig, model_config, model_dir, vocab_file, seq_length)
+      model, teams_task.TeamsPretrainTaskConfig, model_config, model_dir, vocab_file, seq_length,
+      step)
 
 
 def write_coco_lm_pretraining_run(model_dir, vocab_file, seq_length, **model_overrides):
@@ -79,10 +81,11 @@ def write_coco_lm_pretraining_run(model_dir, vocab_file, seq_length, **model_ove
 
 
 def _save_pretraining_run(model, task_config_cls, model_config, model_dir, vocab_file,
-                          seq_length):
+                          seq_length, step=None):
   """Checkpoints `model` (root `model` plus its checkpoint items) and writes params.yaml."""
   model(testing_utils.pretraining_batch(vocab_size=VOCAB.size))
-  path = tf.train.Checkpoint(model=model, **model.checkpoint_items).save(
+  items = {} if step is None else dict(global_step=tf.Variable(step, dtype=tf.int64))
+  path = tf.train.Checkpoint(model=model, **model.checkpoint_items, **items).save(
       os.path.join(model_dir, 'ckpt'))
   train_utils.serialize_config(cfg.ExperimentConfig(task=task_config_cls(
       model=model_config, train_data=pretrain_dataloader.PretrainDataConfig(
