@@ -95,10 +95,12 @@ def main(argv):
       score_texts, network = _score_texts(method, model_dir)
       print(f'{method}: {network}', flush=True)
       start = time.monotonic()
-      by_uid = minimal_pairs.accuracies(score_texts, paradigms,
-                                        log=lambda line: print(f'  {line}', flush=True))
+      outcomes = minimal_pairs.pair_outcomes(score_texts, paradigms,
+                                             log=lambda line: print(f'  {line}', flush=True))
+      by_uid = minimal_pairs.accuracies(outcomes)
       results[method] = dict(network=network, seconds=round(time.monotonic() - start, 1),
-                             paradigms=by_uid, **minimal_pairs.summarize(paradigms, by_uid))
+                             paradigms=by_uid, pairs=minimal_pairs.outcome_bits(outcomes),
+                             **minimal_pairs.summarize(paradigms, by_uid))
       print(f'{method}: mean over paradigms {100 * results[method]["mean"]:.1f}', flush=True)
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')

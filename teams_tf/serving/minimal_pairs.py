@@ -69,9 +69,10 @@ def read_paradigms(directory: str, max_pairs: Optional[int] = None) -> list[Para
   return paradigms
 
 
-def accuracies(score_texts: Callable[[Sequence[str]], np.ndarray], paradigms: list[Paradigm],
-               batch_size: int = 2048, log: Callable[[str], None] = print) -> dict[str, float]:
-  """Paradigm UID -> share of its pairs whose good sentence scores strictly higher.
+def pair_outcomes(score_texts: Callable[[Sequence[str]], np.ndarray], paradigms: list[Paradigm],
+                  batch_size: int = 2048,
+                  log: Callable[[str], None] = print) -> dict[str, np.ndarray]:
+  """Paradigm UID -> [pairs] bool, True where the good sentence scores strictly higher.
 
   Every distinct sentence is scored once, in batches of `batch_size` sentences of similar
   length (by characters), with a progress line (sentences/s, ETA) about every 10 seconds.
@@ -86,8 +87,19 @@ def accuracies(score_texts: Callable[[Sequence[str]], np.ndarray], paradigms: li
     if meter.due() or done == len(sentences):
       log(f'scored {done:,} of {len(sentences):,} sentences ({meter.rate(done):,.0f}/s), '
           f'{meter.timing(done / len(sentences))}')
-  return {p.uid: float(np.mean([scores[g] > scores[b] for g, b in zip(p.good, p.bad)]))
+  return {p.uid: np.array([scores[g] > scores[b] for g, b in zip(p.good, p.bad)], bool)
           for p in paradigms}
+
+
+def accuracies(outcomes: dict[str, np.ndarray]) -> dict[str, float]:
+  """Paradigm UID -> share of its pairs that are right (`pair_outcomes`)."""
+  return {uid: float(np.mean(right)) for uid, right in outcomes.items()}
+
+
+def outcome_bits(outcomes: dict[str, np.ndarray]) -> dict[str, str]:
+  """`pair_outcomes` as one '0'/'1' string per paradigm, in pair order: what a results file
+  keeps for paired comparisons (a bootstrap over pairs) at one byte a pair."""
+  return {uid: ''.join('1' if r else '0' for r in right) for uid, right in outcomes.items()}
 
 
 def summarize(paradigms: list[Paradigm], by_uid: dict[str, float]) -> dict:

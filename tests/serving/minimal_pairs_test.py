@@ -64,8 +64,11 @@ class MinimalPairsTest(tf.test.TestCase):
               'dogs are .': 5.0, 'dogs is .': 4.0,
               'who ran ?': 1.0, 'who ran who ?': 0.0, 'what fell ?': 0.0, 'fell what ?': 1.0}
     paradigms = minimal_pairs.read_paradigms(self.blimp)
-    by_uid = minimal_pairs.accuracies(lambda texts: np.array([scores[t] for t in texts]),
-                                      paradigms, batch_size=5, log=lambda _: None)
+    outcomes = minimal_pairs.pair_outcomes(lambda texts: np.array([scores[t] for t in texts]),
+                                           paradigms, batch_size=5, log=lambda _: None)
+    self.assertEqual({'agreement_1': '100', 'agreement_2': '1', 'island': '10'},
+                     minimal_pairs.outcome_bits(outcomes))
+    by_uid = minimal_pairs.accuracies(outcomes)
     self.assertEqual({'agreement_1': 1 / 3, 'agreement_2': 1.0, 'island': 0.5}, by_uid)
     summary = minimal_pairs.summarize(paradigms, by_uid)
     # The mean is over paradigms, not pairs; a phenomenon is the mean of its paradigms.
@@ -151,6 +154,8 @@ class RunScorerTest(tf.test.TestCase):
     self.assertEqual(6, written['num_pairs'])
     self.assertEqual({'agreement_1', 'agreement_2', 'island'},
                      set(written['methods']['rtd']['paradigms']))
+    self.assertEqual([3, 1, 2], [len(written['methods']['rtd']['pairs'][uid])
+                                 for uid in ('agreement_1', 'agreement_2', 'island')])
     self.assertIn('5-gram (BLiMP paper): 60.0', result.stdout)
     self.assertNotIn(' configs: {', result.stderr)
 
