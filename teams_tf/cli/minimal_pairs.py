@@ -1,7 +1,7 @@
 r"""Scores BLiMP minimal pairs with a pretrained model: accuracy per paradigm and phenomenon.
 
   teams-minimal-pairs --model_dir=/tmp/teams_demo --blimp_dir=../shared/data/blimp \
-      --output=/tmp/teams_demo_blimp.json [--methods=masked_lm,rtd] [--random_init]
+      --output=/tmp/teams_demo_blimp.json [--methods=masked_lm,rtd] [--random_init --seed=1]
   teams-minimal-pairs --model_dir=/tmp/teams_demo --unigram_corpus=sample:train \
       --blimp_dir=../shared/data/blimp --output=/tmp/unigram_blimp.json
 
@@ -19,6 +19,7 @@ import time
 
 from absl import flags
 import numpy as np
+import tf_keras
 
 from teams_tf.data import input_files
 from teams_tf.data import tokenization
@@ -41,6 +42,7 @@ _METHODS = flags.DEFINE_list(
 _CHECKPOINT_PATH = flags.DEFINE_string(
     'checkpoint_path', None, 'Checkpoint to score; default: the latest in --model_dir.')
 _RANDOM_INIT = flags.DEFINE_bool('random_init', False, 'Score fresh weights of the run\'s shape.')
+_SEED = flags.DEFINE_integer('seed', None, 'With --random_init: the seed of the fresh weights.')
 _UNIGRAM_CORPUS = flags.DEFINE_string(
     'unigram_corpus', None, 'Text files or globs (or sample:train): score with their unigram '
     'token frequencies under the run\'s vocabulary instead of a model.')
@@ -72,6 +74,8 @@ def _score_texts(method, model_dir):
     scorer = minimal_pairs.UnigramScorer(
         vocab, settings.get('lower_case', None, 'task.train_data.lower_case'), files)
     return scorer, f'unigram frequencies of {_UNIGRAM_CORPUS.value} ({scorer.num_tokens:,} tokens)'
+  if _SEED.value is not None:
+    tf_keras.utils.set_random_seed(_SEED.value)  # The same fresh weights for every method.
   scorer, vocab, lower_case, seq_length = loaders.load_sentence_scorer(
       model_dir, method, _CHECKPOINT_PATH.value, _RANDOM_INIT.value, _BATCH_SIZE.value,
       _JIT_COMPILE.value)
@@ -84,6 +88,8 @@ def main(argv):
   try:
     paradigms = minimal_pairs.read_paradigms(_BLIMP_DIR.value, _MAX_PAIRS.value)
     paper = minimal_pairs.paper_results(_BLIMP_DIR.value, paradigms)
+    paper_means = {name: float(np.mean(list(paper[model].values())))
+                   for model, name in minimal_pairs.PAPER_MODELS.items()}
     # A release (benchmarks/encoders/*) is unpacked once, its hashes and step checked.
     model_dir = releases.resolve_model_dir(_MODEL_DIR.value)
     methods = _methods(model_dir)
@@ -106,11 +112,11 @@ def main(argv):
     sys.exit(f'error: {" ".join(str(e).split())}')
   atomic_files.write_json(_OUTPUT.value, dict(
       model_dir=_MODEL_DIR.value, checkpoint_path=_CHECKPOINT_PATH.value,
-      random_init=_RANDOM_INIT.value, unigram_corpus=_UNIGRAM_CORPUS.value,
+      random_init=_RANDOM_INIT.value, seed=_SEED.value, unigram_corpus=_UNIGRAM_CORPUS.value,
       blimp_dir=_BLIMP_DIR.value, num_paradigms=len(paradigms), num_pairs=num_pairs,
-      machine=hardware.description(), methods=results))
-  for model, name in minimal_pairs.PAPER_MODELS.items():
-    print(f'{name}: {100 * np.mean(list(paper[model].values())):.1f}')
+      machine=hardware.description(), methods=results, paper=paper_means))
+  for name, mean in paper_means.items():
+    print(f'{name}: {100 * mean:.1f}')
   print(f'wrote {_OUTPUT.value}')
 
 

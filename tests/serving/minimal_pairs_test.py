@@ -9,6 +9,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from teams_tf.data import tokenization
 from teams_tf.serving import loaders
@@ -132,6 +133,18 @@ class RunScorerTest(tf.test.TestCase):
         self.run_dir, 'rtd', random_init=True)
     self.assertNotAllClose(
         scores['rtd'], minimal_pairs.text_scorer(random, vocab, lower_case, seq_length)(texts))
+
+  def test_seeded_random_init_is_the_same_weights_every_time(self):
+    # What `teams-minimal-pairs --random_init --seed=k` relies on for a random-init row that
+    # every method, and a rerun, scores with the same weights.
+    texts = ['The cat sat on the mat.', 'Mat the on sat cat the.']
+    scores = []
+    for _ in range(2):
+      tf_keras.utils.set_random_seed(3)
+      scorer, vocab, lower_case, seq_length = loaders.load_sentence_scorer(
+          self.run_dir, 'masked_lm', random_init=True)
+      scores.append(minimal_pairs.text_scorer(scorer, vocab, lower_case, seq_length)(texts))
+    self.assertAllEqual(scores[0], scores[1])
 
   def test_a_method_the_run_lacks_is_one_clear_error(self):
     with self.assertRaisesRegex(ValueError, r"has no method 'self_critic'; use one of "
