@@ -27,7 +27,6 @@ from official.nlp.configs import encoders
 from official.nlp.data import question_answering_dataloader
 from official.nlp.data import sentence_prediction_dataloader
 from official.nlp.tasks import question_answering
-from official.nlp.tasks import sentence_prediction
 
 from teams_tf.configs import encoders as encoder_sizes
 from teams_tf.configs import optimization
@@ -141,7 +140,7 @@ def glue_experiment(task_name, size, relative_positions=False):
   label_type = 'float' if task.num_classes == 1 else 'int'
   return cfg.ExperimentConfig(
       task=sentence_prediction_task.SentencePredictionConfig(
-          model=sentence_prediction.ModelConfig(
+          model=sentence_prediction_task.ModelConfig(
               encoder=encoder, num_classes=task.num_classes),
           metric_type=task.metric_type,
           train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(

@@ -27,7 +27,6 @@ import tensorflow as tf
 from official.core import export_base
 from official.nlp.configs import encoders
 from official.nlp.tasks import question_answering
-from official.nlp.tasks import sentence_prediction
 from official.nlp.tools import export_tfhub_lib
 
 from teams_tf.configs import models as model_configs
@@ -37,6 +36,7 @@ from teams_tf.serving import export_modules
 from teams_tf.serving import fill_mask
 from teams_tf.serving import loaders
 from teams_tf.serving import pll_scoring
+from teams_tf.tasks import sentence_prediction_task
 from teams_tf.training import run_settings
 
 # Signature names: raw text in the default signature, Model Garden's token-id signature beside it.
@@ -103,7 +103,7 @@ def export_encoder(export_dir: str, *, encoder_config: encoders.EncoderConfig,
   ]
 
 
-def export_classifier(export_dir: str, *, model_config: sentence_prediction.ModelConfig,
+def export_classifier(export_dir: str, *, model_config: sentence_prediction_task.ModelConfig,
                       checkpoint_path: str, vocab_file: str, lower_case: bool, seq_length: int,
                       text_fields: Sequence[str]) -> List[ExportedModel]:
   """Writes a SentencePredictionTask model served from raw text to `export_dir`.
@@ -121,8 +121,8 @@ def export_classifier(export_dir: str, *, model_config: sentence_prediction.Mode
     A one-element list with the `ExportedModel`.
   """
   loaders.check_fits_encoder(model_config.encoder, vocab_file, seq_length)
-  task = sentence_prediction.SentencePredictionTask(
-      sentence_prediction.SentencePredictionConfig(model=model_config))
+  task = sentence_prediction_task.SentencePredictionTask(
+      sentence_prediction_task.SentencePredictionConfig(model=model_config))
   model = task.build_model()
   module = export_modules.TextClassifier(
       model, num_classes=model_config.num_classes, text_fields=text_fields,
@@ -250,7 +250,7 @@ def _encoder_arguments(run):
 
 
 def _classifier_arguments(run):
-  return dict(model_config=run.model_config(sentence_prediction.ModelConfig()),
+  return dict(model_config=run.model_config(sentence_prediction_task.ModelConfig()),
               text_fields=run.get('text_fields', 'task.train_data.text_fields'))
 
 

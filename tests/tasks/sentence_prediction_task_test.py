@@ -1,5 +1,7 @@
 """GLUE fine-tuning task: the STS-B loss scores each prediction against its own label."""
 
+import os
+
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -7,20 +9,22 @@ import tf_keras
 from official.core import exp_factory
 from official.core import task_factory
 from official.nlp.configs import encoders
-from official.nlp.tasks import sentence_prediction
+from official.nlp.modeling import models
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.models import pooled_classifier
 from teams_tf.tasks import sentence_prediction_task
 from tests import testing_utils
 
 _BATCH = 16
 
 
-def _task(num_classes):
+def _task(num_classes, **model):
   return sentence_prediction_task.SentencePredictionTask(
-      sentence_prediction_task.SentencePredictionConfig(model=sentence_prediction.ModelConfig(
+      sentence_prediction_task.SentencePredictionConfig(model=sentence_prediction_task.ModelConfig(
           num_classes=num_classes,
-          encoder=encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()))))
+          encoder=encoders.EncoderConfig(type='bert', bert=testing_utils.tiny_encoder_config()),
+          **model)))
 
 
 def _batch(labels, seed=0):
@@ -79,6 +83,50 @@ class SentencePredictionTaskTest(tf.test.TestCase):
       step()
     fitted = float(task.build_losses(batch, model(batch, training=False)))
     self.assertLess(fitted, 0.1 * np.var(labels))
+
+
+class PooledHeadTest(tf.test.TestCase):
+
+  def test_default_head_is_model_garden_and_pooled_heads_read_the_tokens(self):
+    self.assertIsInstance(_task(2).build_model(), models.BertClassifier)
+    hidden = testing_utils.tiny_encoder_config().hidden_size
+    for pooling, width in (('mean', hidden), ('segment_pair', 4 * hidden)):
+      model = _task(2, pooling=pooling).build_model()
+      self.assertIsInstance(model, pooled_classifier.PooledClassifier)
+      self.assertEqual([width, 2], model.get_layer('sentence_prediction').kernel.shape.as_list())
+      self.assertEqual((_BATCH, 2), model(_batch(np.zeros(_BATCH))).shape)
+
+  def test_regression_is_in_label_units_with_the_loss_on_standardized_targets(self):
+    tf_keras.utils.set_random_seed(0)
+    task = _task(1, pooling='mean', regression_mean=2.7, regression_std=1.5)
+    model = task.build_model()
+    labels = np.random.default_rng(4).uniform(0, 5, _BATCH).astype(np.float32)
+    batch = _batch(labels)
+    predictions = model(batch, training=False)
+    # A fresh head (initializer std 0.02) starts near the labels' mean.
+    self.assertAllClose(np.full((_BATCH, 1), 2.7), predictions, atol=0.1)
+    self.assertAllClose(np.mean(((predictions.numpy()[:, 0] - labels) / 1.5) ** 2),
+                        task.build_losses(batch, predictions), rtol=1e-5)
+
+  def test_init_checkpoint_restores_the_encoder_under_a_pooled_head(self):
+    tf_keras.utils.set_random_seed(1)
+    pretrained = _task(2).build_model()
+    path = tf.train.Checkpoint(encoder=pretrained.checkpoint_items['encoder']).save(
+        os.path.join(self.get_temp_dir(), 'pretrained', 'ckpt'))
+    config = _task(2, pooling='segment_pair').task_config.replace(init_checkpoint=path)
+    task = sentence_prediction_task.SentencePredictionTask(config)
+    model = task.build_model()
+    task.initialize(model)
+    self.assertAllEqual(pretrained.checkpoint_items['encoder'].weights[0],
+                        model.checkpoint_items['encoder'].weights[0])
+
+  def test_bad_head_settings_are_one_clear_error(self):
+    with self.assertRaisesRegex(ValueError, "pooling='max'; use one of cls, mean, segment_pair"):
+      _task(2, pooling='max').build_model()
+    with self.assertRaisesRegex(ValueError, 'has no regression scale'):
+      _task(1, regression_std=1.5).build_model()
+    with self.assertRaisesRegex(ValueError, 'regression_std=0.0 must be positive'):
+      _task(1, pooling='mean', regression_std=0.0).build_model()
 
 
 if __name__ == '__main__':

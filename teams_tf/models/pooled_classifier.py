@@ -1,0 +1,52 @@
+"""A sentence classifier or regressor over pooled token outputs, with targets in label units.
+
+Model Garden's `BertClassifier` with its [CLS] head replaced by `layers.token_pooling`, dropout
+and one output layer; for regression, the output is `regression_std * y + regression_mean`, so
+that a fresh head starts at the labels' mean and learns in units of their spread (the task divides
+the squared error by `regression_std`^2: regression on standardized targets), while predictions,
+metrics and serving stay in label units.
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from teams_tf.layers import token_pooling
+
+
+def _named_inputs(network):
+  """The encoder's Keras inputs as a dict (Model Garden encoders take a dict or a list)."""
+  inputs = network.inputs
+  if isinstance(inputs, dict):
+    return inputs
+  return dict(zip(('input_word_ids', 'input_mask', 'input_type_ids'), inputs))
+
+
+class PooledClassifier(tf_keras.Model):
+  """Encoder -> `TokenPooling` -> dropout -> dense [num_classes] (-> label units, regression).
+
+  Inputs: the encoder's dict of int32 [B, T] `input_word_ids`, `input_mask`, `input_type_ids`.
+  Outputs: [B, num_classes] logits; [B, 1] predictions in label units when `num_classes` is 1.
+  """
+
+  def __init__(self, network: tf_keras.Model, num_classes: int, pooling: str = 'mean',
+               dropout_rate: float = 0.1, initializer='glorot_uniform',
+               regression_mean: float = 0.0, regression_std: float = 1.0, **kwargs):
+    if regression_std <= 0:
+      raise ValueError(f'regression_std={regression_std} must be positive.')
+    inputs = _named_inputs(network)
+    sequence = network(inputs)['sequence_output']
+    pooled = token_pooling.TokenPooling(pooling, name='token_pooling')(
+        sequence, inputs['input_mask'], inputs['input_type_ids'])
+    pooled = tf_keras.layers.Dropout(dropout_rate)(pooled)
+    outputs = tf_keras.layers.Dense(num_classes, kernel_initializer=initializer,
+                                    name='sentence_prediction')(pooled)
+    if num_classes == 1:
+      outputs = tf_keras.layers.Rescaling(regression_std, regression_mean,
+                                          name='label_units')(tf.cast(outputs, tf.float32))
+    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+    self._network = network
+
+  @property
+  def checkpoint_items(self):
+    """What fine-tuning restores from a pretraining checkpoint: the encoder (Model Garden's key)."""
+    return dict(encoder=self._network)

@@ -1,0 +1,47 @@
+"""Token pooling against NumPy: padding never counts, each segment pools its own tokens."""
+
+import numpy as np
+import tensorflow as tf
+
+from teams_tf.layers import token_pooling
+
+
+def _inputs(seed=0):
+  rng = np.random.default_rng(seed)
+  sequence = rng.normal(size=(3, 7, 5)).astype(np.float32)
+  # Lengths 7, 4 and 2; the second segment starts at 3, 2 and never.
+  mask = np.array([[1] * 7, [1] * 4 + [0] * 3, [1] * 2 + [0] * 5], np.int32)
+  types = np.array([[0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1, 1], [0] * 7], np.int32)
+  return sequence, mask, types
+
+
+def _mean(vectors):
+  return vectors.mean(axis=0) if len(vectors) else np.zeros(vectors.shape[-1], np.float32)
+
+
+class TokenPoolingTest(tf.test.TestCase):
+
+  def test_mean_is_over_real_tokens_only(self):
+    sequence, mask, types = _inputs()
+    expected = [_mean(sequence[b][mask[b] == 1]) for b in range(3)]
+    self.assertAllClose(expected, token_pooling.TokenPooling('mean')(sequence, mask, types),
+                        rtol=1e-6)
+
+  def test_segment_pair_is_sentence_bert_features_of_the_two_segment_means(self):
+    sequence, mask, types = _inputs(1)
+    expected = []
+    for b in range(3):
+      u = _mean(sequence[b][(mask[b] == 1) & (types[b] == 0)])
+      v = _mean(sequence[b][(mask[b] == 1) & (types[b] == 1)])  # Padding has type 1 in row 1.
+      expected.append(np.concatenate([u, v, np.abs(u - v), u * v]))
+    pooled = token_pooling.TokenPooling('segment_pair')(sequence, mask, types)
+    self.assertEqual([3, 20], pooled.shape.as_list())
+    self.assertAllClose(expected, pooled, rtol=1e-5, atol=1e-6)
+
+  def test_unknown_pooling_names_the_choices(self):
+    with self.assertRaisesRegex(ValueError, "pooling='max'; use one of mean, segment_pair"):
+      token_pooling.TokenPooling('max')
+
+
+if __name__ == '__main__':
+  tf.test.main()
