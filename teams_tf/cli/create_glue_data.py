@@ -10,6 +10,8 @@ Reads the GLUE TSVs (`teams_tf.finetuning.glue`) or a prepared TFDS dataset and 
 <output_dir>/train.tfrecord, dev.tfrecord and, last, meta_data.json (so its presence marks a
 complete conversion) with Model Garden's `classifier_data_lib`; see docs/finetuning.md.
 `--max_train_examples` keeps a seeded random subset of the train set; dev is always complete.
+`--heldout_examples` moves a seeded slice of those train examples to heldout.tfrecord, for
+choosing fine-tuning epochs and learning rates without reading dev.
 """
 
 import os
@@ -38,7 +40,10 @@ _MAX_SEQ_LENGTH = flags.DEFINE_integer(
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Where the records and meta_data.json go.')
 _MAX_TRAIN_EXAMPLES = flags.DEFINE_integer(
     'max_train_examples', None, 'Keep a random subset of this many train examples.')
-_SUBSET_SEED = flags.DEFINE_integer('subset_seed', 0, 'Seed of the --max_train_examples subset.')
+_SUBSET_SEED = flags.DEFINE_integer('subset_seed', 0, 'Seed of the --max_train_examples subset '
+                                    'and of the --heldout_examples slice.')
+_HELDOUT_EXAMPLES = flags.DEFINE_integer(
+    'heldout_examples', 0, 'Train examples written to heldout.tfrecord instead of train.tfrecord.')
 
 
 def _processor():
@@ -59,7 +64,8 @@ def main(argv):
     processor, data_dir, source = _processor()
     meta_data, stats = glue.write_records(
         processor, data_dir, vocab, _LOWER_CASE.value, _MAX_SEQ_LENGTH.value, _OUTPUT_DIR.value,
-        _TASK.value, source, _MAX_TRAIN_EXAMPLES.value, _SUBSET_SEED.value)
+        _TASK.value, source, _MAX_TRAIN_EXAMPLES.value, _SUBSET_SEED.value,
+        _HELDOUT_EXAMPLES.value)
   except ValueError as e:  # Bad flags, vocabulary or rows: one line naming the file and line.
     sys.exit(f'error: {" ".join(str(e).split())}')
   print(f'GLUE {meta_data["task"]} from {source} -> {os.path.abspath(_OUTPUT_DIR.value)} '

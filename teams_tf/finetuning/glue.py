@@ -300,7 +300,7 @@ def check_vocabulary(vocab_file):
 
 
 class ConversionStats:
-  """What `write_records` wrote, per split ('train', 'dev'), with progress logging while it runs.
+  """What `write_records` wrote, per split ('train', 'dev', 'heldout'), with progress logging.
 
   Attributes:
     read: examples the processor returned.
@@ -336,18 +336,22 @@ class ConversionStats:
 
 
 class _CountingProcessor:
-  """A `DataProcessor` that takes the train subset and counts what is written.
+  """A `DataProcessor` that takes the train subset, sets a held-out slice aside and counts.
 
   Model Garden's `generate_tf_record_from_data_file` reads examples and featurizes them through
   the processor it is given; this one delegates both to the wrapped processor (any
-  `classifier_data_lib.DataProcessor`) and records every featurized example in `stats`.
+  `classifier_data_lib.DataProcessor`) and records every featurized example in `stats`. The
+  held-out slice is returned as the "test" examples, which Model Garden writes last, with
+  their labels.
   """
 
-  def __init__(self, processor, stats, max_train_examples, subset_seed):
+  def __init__(self, processor, stats, max_train_examples, subset_seed, heldout_examples=0):
     self._processor = processor
     self._stats = stats
     self._max_train_examples = max_train_examples
     self._subset_seed = subset_seed
+    self._heldout_examples = heldout_examples
+    self._heldout = []
 
   def __getattr__(self, name):
     # What Model Garden reads with getattr (label_type, is_regression, weight_key, ...).
@@ -366,6 +370,15 @@ class _CountingProcessor:
       keep = np.sort(np.random.default_rng(self._subset_seed).choice(
           read, self._max_train_examples, replace=False))
       examples = [examples[i] for i in keep]
+    if self._heldout_examples:
+      if self._heldout_examples >= len(examples):
+        raise ValueError(f'heldout_examples={self._heldout_examples} leaves no train example of '
+                         f'{len(examples)}.')
+      # Its own stream: the slice does not change which examples the subset keeps.
+      chosen = set(np.random.default_rng([self._subset_seed, 1]).choice(
+          len(examples), self._heldout_examples, replace=False).tolist())
+      self._heldout = [e for i, e in enumerate(examples) if i in chosen]
+      examples = [e for i, e in enumerate(examples) if i not in chosen]
     self._stats.start('train', read, len(examples))
     return examples
 
@@ -375,7 +388,9 @@ class _CountingProcessor:
     return examples
 
   def get_test_examples(self, data_dir):
-    return self._processor.get_test_examples(data_dir)
+    del data_dir  # Only called for the held-out slice (`write_records`).
+    self._stats.start('heldout', len(self._heldout), len(self._heldout))
+    return self._heldout
 
   def featurize_example(self, ex_index, *args, **kwargs):
     feature = self._processor.featurize_example(ex_index, *args, **kwargs)
@@ -383,13 +398,15 @@ class _CountingProcessor:
     return feature
 
 
-RECORD_FILES = {'train': 'train.tfrecord', 'dev': 'dev.tfrecord'}
+RECORD_FILES = {'train': 'train.tfrecord', 'dev': 'dev.tfrecord', 'heldout': 'heldout.tfrecord'}
 
 
 def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output_dir, task,
-                  source, max_train_examples=None, subset_seed=0):
+                  source, max_train_examples=None, subset_seed=0, heldout_examples=0):
   """Writes `<output_dir>/{train,dev}.tfrecord` and `meta_data.json` with Model Garden's
-  `generate_tf_record_from_data_file` and `FullTokenizer`.
+  `generate_tf_record_from_data_file` and `FullTokenizer`; with `heldout_examples`, also
+  `heldout.tfrecord`, a seeded slice of the train examples that train.tfrecord then lacks, on
+  which fine-tuning can choose its epoch and learning rate without reading dev.
 
   Records are written under temporary names and renamed when both are complete; an old
   meta_data.json is removed first and the new one written last, so its presence marks a complete
@@ -405,7 +422,8 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
     task: GLUE task name, recorded in meta_data.json.
     source: where the examples came from, recorded in meta_data.json.
     max_train_examples: if set, a random subset of this many train examples (kept in file order).
-    subset_seed: seed of that subset.
+    subset_seed: seed of that subset and of the held-out slice.
+    heldout_examples: train examples (of the subset) written to heldout.tfrecord instead.
 
   Returns:
     (meta_data dict, ConversionStats).
@@ -413,16 +431,21 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
   tf.io.gfile.makedirs(output_dir)
   stats = ConversionStats(max_seq_length)
   tokenizer = mg_tokenization.FullTokenizer(vocab.path, do_lower_case=lower_case)
-  final = {split: os.path.join(output_dir, name) for split, name in RECORD_FILES.items()}
+  splits = [split for split in RECORD_FILES if split != 'heldout' or heldout_examples]
+  final = {split: os.path.join(output_dir, RECORD_FILES[split]) for split in splits}
   temporary = {split: f'{path}.tmp-{os.getpid()}' for split, path in final.items()}
   meta_path = os.path.join(output_dir, 'meta_data.json')
   try:
     meta_data = classifier_data_lib.generate_tf_record_from_data_file(
-        _CountingProcessor(processor, stats, max_train_examples, subset_seed), data_dir,
-        tokenizer, train_data_output_path=temporary['train'],
-        eval_data_output_path=temporary['dev'], max_seq_length=max_seq_length)
+        _CountingProcessor(processor, stats, max_train_examples, subset_seed, heldout_examples),
+        data_dir, tokenizer, train_data_output_path=temporary['train'],
+        eval_data_output_path=temporary['dev'], test_data_output_path=temporary.get('heldout'),
+        max_seq_length=max_seq_length)
     if tf.io.gfile.exists(meta_path):
       tf.io.gfile.remove(meta_path)
+    stale = os.path.join(output_dir, RECORD_FILES['heldout'])
+    if not heldout_examples and tf.io.gfile.exists(stale):
+      tf.io.gfile.remove(stale)  # A slice of an earlier conversion is not of these records.
     for split in final:
       tf.io.gfile.rename(temporary[split], final[split], overwrite=True)
   finally:
@@ -435,7 +458,8 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
       source=source,
       train_examples_read=stats.read['train'],
       max_train_examples=max_train_examples,
-      subset_seed=subset_seed if max_train_examples is not None else None,
+      subset_seed=subset_seed if max_train_examples is not None or heldout_examples else None,
+      heldout_data_size=meta_data.pop('test_data_size', 0),
       skipped_rows=dict(getattr(processor, 'skipped_rows', {})),
       vocab_file=vocab.path,
       vocab_size=vocab.size,
@@ -447,10 +471,11 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
 
 
 def convert_tsv(task, source, output_dir, vocab_file, lower_case, max_seq_length,
-                max_train_examples=None, subset_seed=0):
+                max_train_examples=None, subset_seed=0, heldout_examples=0):
   """`write_records` for the task folder `source` of a GLUE download (`tsv_processor`)."""
   return write_records(tsv_processor(task), source, check_vocabulary(vocab_file), lower_case,
-                       max_seq_length, output_dir, task, source, max_train_examples, subset_seed)
+                       max_seq_length, output_dir, task, source, max_train_examples, subset_seed,
+                       heldout_examples)
 
 
 def _label_summary(label_ids, label_names):
@@ -477,6 +502,8 @@ def conversion_summary(meta_data, stats, label_names) -> str:
            f'[SEP]={special["sep"]}; lower_case={meta_data["lower_case"]}; '
            f'max_seq_length={length}']
   for split, name in RECORD_FILES.items():
+    if split not in stats.written:
+      continue
     subset = (f' (random subset of {stats.read[split]}, seed {meta_data["subset_seed"]})'
               if stats.read[split] != stats.written[split] else '')
     skipped = meta_data['skipped_rows'].get(split, 0)
@@ -486,5 +513,5 @@ def conversion_summary(meta_data, stats, label_names) -> str:
                  (f'; {skipped} malformed rows skipped' if skipped else ''))
   lines.append('  meta_data.json: ' + ', '.join(
       f'{key}={meta_data[key]}' for key in ('task', 'train_data_size', 'eval_data_size',
-                                            'num_labels', 'max_seq_length')))
+                                            'heldout_data_size', 'num_labels', 'max_seq_length')))
   return '\n'.join(lines)

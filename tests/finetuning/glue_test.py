@@ -285,6 +285,33 @@ class GlueRecordsTest(tf.test.TestCase):
     self.assertAllEqual([0, 1], train['example_id'])
     self.assertAllEqual(vocab.cls_id * np.ones(2), train['input_word_ids'][:, 0])
 
+  def test_heldout_slice_leaves_train_and_keeps_its_labels(self):
+    data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'STS-B-slice'), 'stsb')
+    everything = os.path.join(self.get_temp_dir(), 'stsb_all')
+    glue.write_records(glue.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
+                       max_seq_length=10, output_dir=everything, task='stsb', source=data_dir)
+    output_dir = os.path.join(self.get_temp_dir(), 'stsb_slice')
+    meta, stats = glue.write_records(
+        glue.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
+        max_seq_length=10, output_dir=output_dir, task='stsb', source=data_dir,
+        heldout_examples=1)
+    all_labels = _load(os.path.join(everything, 'train.tfrecord'), seq_length=10,
+                       label_type='float')['label_ids'].numpy().tolist()
+    train = _load(os.path.join(output_dir, 'train.tfrecord'), seq_length=10, label_type='float')
+    heldout = _load(os.path.join(output_dir, 'heldout.tfrecord'), seq_length=10,
+                    label_type='float')
+    self.assertEqual((len(all_labels) - 1, 1), (meta['train_data_size'],
+                                                meta['heldout_data_size']))
+    # Every train example is in exactly one of the two files, with its label.
+    self.assertCountEqual(all_labels, train['label_ids'].numpy().tolist()
+                          + heldout['label_ids'].numpy().tolist())
+    self.assertIn('heldout: 1 examples -> heldout.tfrecord',
+                  glue.conversion_summary(meta, stats, None))
+    with self.assertRaisesRegex(ValueError, 'leaves no train example'):
+      glue.write_records(glue.tsv_processor('stsb'), data_dir, self._odd_vocab(),
+                         lower_case=True, max_seq_length=10, output_dir=output_dir, task='stsb',
+                         source=data_dir, heldout_examples=len(all_labels))
+
   def test_pairs_floats_and_truncation_with_an_odd_vocabulary(self):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'STS-B'), 'stsb')
     output_dir = os.path.join(self.get_temp_dir(), 'stsb')
