@@ -2,7 +2,7 @@
 
   teams-run-glue --tasks=sst2,cola --seeds=3 --size=demo --data_dir=/tmp/glue \
       --init_checkpoint=/tmp/teams_demo --output_dir=/tmp/glue_runs \
-      [--train_steps=N | --epochs=E] [--params_override=...]
+      [--train_steps=N | --epochs=E] [--params_override=...] [--select_epoch]
 
 `--data_dir` holds `teams-create-glue-data` outputs, one folder per task:
 `<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Runs go to
@@ -35,6 +35,9 @@ _EPOCHS = flags.DEFINE_float(
     'epochs', None, 'Epochs per run (default: the experiment\'s; Table 6: 5, demo and mini: 3).')
 _PARAMS_OVERRIDE = flags.DEFINE_string(
     'params_override', None, 'Model Garden override (YAML/JSON string or k=v,...) for every run.')
+_SELECT_EPOCH = flags.DEFINE_bool(
+    'select_epoch', False, 'Validate on each task\'s heldout.tfrecord (teams-create-glue-data '
+    '--heldout_examples) after every epoch and score dev at the best epoch, not the last.')
 
 
 def main(argv):
@@ -43,7 +46,7 @@ def main(argv):
       tasks=_TASKS.value, seeds=_SEEDS.value, size=_SIZE.value, data_dir=_DATA_DIR.value,
       init_checkpoint=_INIT_CHECKPOINT.value, output_dir=_OUTPUT_DIR.value,
       train_steps=_TRAIN_STEPS.value, epochs=_EPOCHS.value,
-      params_override=_PARAMS_OVERRIDE.value)
+      params_override=_PARAMS_OVERRIDE.value, select_epoch=_SELECT_EPOCH.value)
   try:
     plan = sweep.prepare(settings)
   except ValueError as e:  # Bad flags or data: one line, no stack trace.

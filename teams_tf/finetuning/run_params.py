@@ -31,6 +31,9 @@ _MANAGED_FIELDS = (
     'task.train_data.seed', 'task.train_data.seq_length', 'task.validation_data.seq_length',
     'trainer.train_steps', 'trainer.optimizer_config.learning_rate.polynomial.decay_steps',
     'trainer.optimizer_config.warmup.linear.warmup_steps')
+# Model Garden's validation log key of each `metric_type`: what a held-out slice chooses by.
+VALIDATION_METRICS = {'accuracy': 'cls_accuracy', 'matthews_corrcoef': 'matthews_corrcoef',
+                      'pearson_spearman_corr': 'pearson_spearman_corr', 'f1': 'f1'}
 _LOGS_PER_RUN = 10
 
 
@@ -98,14 +101,17 @@ def pretraining_encoder(init_checkpoint):
 
 
 def build_params(task, size, seed, data_dir, init_checkpoint, train_steps=None, epochs=None,
-                 params_override=None, relative_positions=False, encoder=None):
+                 params_override=None, relative_positions=False, encoder=None,
+                 select_epoch=False):
   """The experiment config of one run and a one-line description of its step count.
 
   Starts from `experiment_name(task, size, relative_positions)`, puts in `encoder` (an
   `EncoderConfig`, e.g. `pretraining_encoder`'s) with the experiment's dropout, applies
   `params_override`, then sets data paths, seeds, sequence length (from meta_data.json), train
-  steps, warm-up and decay steps, and logging intervals. Raises ValueError when the data does not
-  fit the experiment.
+  steps, warm-up and decay steps, and logging intervals. With `select_epoch`, the run validates
+  on the task's held-out train slice (`heldout.tfrecord`) after every epoch and keeps every
+  epoch's checkpoint, so that dev is read only at the epoch the slice chooses (`sweep.run_one`).
+  Raises ValueError when the data does not fit the experiment.
   """
   name = experiment_name(task, size, relative_positions)
   registered = exp_factory.get_exp_config(name)
@@ -163,12 +169,23 @@ def build_params(task, size, seed, data_dir, init_checkpoint, train_steps=None, 
                      registered.trainer.train_steps)
   steps_per_loop = max(1, min(1000, math.ceil(train_steps / _LOGS_PER_RUN)))
   interval = min(1000, train_steps)
+  validation_file = 'dev.tfrecord'
+  if select_epoch:
+    if not meta.get('heldout_data_size'):
+      raise ValueError(f'{meta_path} has no held-out train slice to choose epochs on: convert '
+                       f'the task with tools/create_glue_data.py --heldout_examples=N.')
+    interval = min(train_steps, max(1, math.ceil(meta['train_data_size'] / batch_size)))
+    # One loop per epoch: the checkpoint manager saves at the end of its first loop and then
+    # every `interval` steps, so only then do checkpoints fall on the validated steps.
+    steps_per_loop = interval
+    validation_file = 'heldout.tfrecord'
+    params.override({'trainer': {'max_to_keep': math.ceil(train_steps / interval) + 1}})
   params.override({
       'task': {
           'init_checkpoint': init_checkpoint,
           'train_data': {'input_path': os.path.join(task_dir, 'train.tfrecord'), 'seed': seed,
                          'seq_length': meta['max_seq_length']},
-          'validation_data': {'input_path': os.path.join(task_dir, 'dev.tfrecord'),
+          'validation_data': {'input_path': os.path.join(task_dir, validation_file),
                               'seq_length': meta['max_seq_length']},
       },
       'trainer': {

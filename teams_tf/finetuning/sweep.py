@@ -14,6 +14,7 @@ the command line; `SweepSettings` holds its flags' values, `prepare` configures 
 """
 
 import dataclasses
+import math
 import os
 import time
 from typing import Optional, Sequence
@@ -35,6 +36,7 @@ from teams_tf.finetuning import glue_metrics
 from teams_tf.finetuning import run_params
 from teams_tf.finetuning import sweep_report
 from teams_tf.registry import experiments
+from teams_tf.training import run_summary
 
 
 def parse_seeds(value):
@@ -75,8 +77,31 @@ def _scalar_logs(logs):
   return scalars
 
 
-def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
-  """Fine-tunes and evaluates one (task, seed) in `run_dir`; returns the result dict."""
+def best_epoch(run_dir, metric):
+  """(step, per-epoch rows) of the validation with the highest `metric` in `run_dir`.
+
+  Reads the run's validation summaries (every epoch's, also across a resumed run); a NaN
+  (a correlation of constant predictions) ranks last, and a tie goes to the earlier epoch.
+
+  Raises:
+    ValueError: no validation of the run logged `metric`.
+  """
+  rows = [dict(step=step, value=values[metric]) for step, values in
+          sorted(run_summary.read_scalars(os.path.join(run_dir, 'validation')).items())
+          if metric in values]
+  if not rows:
+    raise ValueError(f'{run_dir}/validation logged no {metric}: the run did not validate.')
+  best = max(rows, key=lambda row: (not math.isnan(row['value']), row['value'], -row['step']))
+  return best['step'], rows
+
+
+def run_one(experiment, task, seed, run_dir, params, meta, steps_description, dev_data=None):
+  """Fine-tunes and evaluates one (task, seed) in `run_dir`; returns the result dict.
+
+  With `dev_data` (a run that validates on a held-out train slice: `run_params.build_params`'
+  `select_epoch`), dev is predicted with the checkpoint of the epoch that scored best on the
+  slice, and the result lists every epoch's slice score.
+  """
   tf_keras.backend.clear_session()
   tf_keras.utils.set_random_seed(seed)
   strategy = distribute_utils.get_distribution_strategy(
@@ -99,11 +124,18 @@ def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
       distribution_strategy=strategy, task=mg_task, mode='train_and_eval', params=params,
       model_dir=run_dir, eval_actions=[eval_outputs.append])
   train_seconds = time.time() - start
+  selection = None
+  if dev_data is not None:
+    step, epochs = best_epoch(run_dir, run_params.VALIDATION_METRICS[params.task.metric_type])
+    tf.train.Checkpoint(model=model).read(os.path.join(run_dir, f'ckpt-{step}')).expect_partial()
+    selection = dict(by='heldout', metric=run_params.VALIDATION_METRICS[params.task.metric_type],
+                     step=step, epochs=epochs, heldout_examples=meta['heldout_data_size'])
+  dev_data = dev_data or params.task.validation_data
   with strategy.scope():
-    outputs = sentence_prediction.predict(
-        mg_task, params.task.validation_data.replace(include_example_id=True), model)
+    outputs = sentence_prediction.predict(mg_task, dev_data.replace(include_example_id=True),
+                                          model)
   predictions = np.array([np.asarray(output).reshape(-1)[0] for output in outputs])
-  labels = dev_labels(params.task.validation_data)
+  labels = dev_labels(dev_data)
   metrics = glue_metrics.compute(task, predictions, labels)
   trained_steps = params.trainer.train_steps - start_step
   if task != 'stsb' and len(np.unique(predictions)) == 1:
@@ -119,7 +151,9 @@ def run_one(experiment, task, seed, run_dir, params, meta, steps_description):
       # Distinct predicted classes on dev (None for STS-B's regression): 1 is a collapse.
       'predicted_classes': None if task == 'stsb' else int(len(np.unique(predictions))),
       'headline_metric': glue_metrics.headline_metric(task),
+      # The last validation's logs: of dev, or with `selection`, of the held-out slice.
       'model_garden_validation': _scalar_logs(eval_outputs[-1] if eval_outputs else None),
+      'selection': selection,
       'dev_examples': int(len(labels)),
       'train_examples': meta['train_data_size'],
       'train_steps': params.trainer.train_steps,
@@ -150,6 +184,8 @@ class SweepSettings:
     encoder_from: with `init_checkpoint` '', a `teams_tf.train` run directory whose kept
       encoder's architecture (not its weights) the runs build, so that a random-init baseline
       has the pretrained encoders' shape (no flag: set by `tools/replicate.py`).
+    select_epoch: validate on each task's held-out train slice every epoch and score dev at
+      the best one (`run_params.build_params`), never choosing on dev.
   """
   tasks: Sequence[str]
   seeds: str
@@ -161,6 +197,7 @@ class SweepSettings:
   epochs: Optional[float] = None
   params_override: Optional[str] = None
   encoder_from: Optional[str] = None
+  select_epoch: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,7 +249,7 @@ def prepare(settings):
       configs[(task, seed)] = run_params.build_params(
           task, settings.size, seed, settings.data_dir, settings.init_checkpoint,
           settings.train_steps, settings.epochs, settings.params_override, relative_positions,
-          encoder)
+          encoder, settings.select_epoch)
   return SweepPlan(tasks, seeds, configs, relative_positions)
 
 
@@ -243,8 +280,12 @@ def run(settings, plan):
   for index, (task, seed) in enumerate(to_run):
     params, meta, steps_description = plan.configs[(task, seed)]
     logging.info('=== run %d/%d: %s seed %d ===', index + 1, len(to_run), task, seed)
+    dev_data = (params.task.validation_data.replace(
+        input_path=os.path.join(settings.data_dir, task, 'dev.tfrecord'))
+                if settings.select_epoch else None)
     result = run_one(run_params.experiment_name(task, settings.size, plan.relative_positions),
-                     task, seed, run_dirs[(task, seed)], params, meta, steps_description)
+                     task, seed, run_dirs[(task, seed)], params, meta, steps_description,
+                     dev_data)
     sweep_report.write_json(os.path.join(run_dirs[(task, seed)], 'result.json'), result)
     elapsed = time.time() - start
     remaining = len(to_run) - index - 1

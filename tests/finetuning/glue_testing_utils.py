@@ -79,8 +79,9 @@ def save_tiny_pretraining_checkpoint(directory, objective='teams'):
       os.path.join(directory, 'ckpt'))
 
 
-def write_glue_records(root):
-  """SST-2 and STS-B fixtures under `<root>/glue`, converted to records in `<root>/records`.
+def write_glue_records(root, heldout_examples=0):
+  """SST-2 and STS-B fixtures under `<root>/glue`, converted to records in `<root>/records`
+  (with `heldout_examples` of each train set in heldout.tfrecord).
 
   Returns:
     The records' folder, with one `<task>/` of `tools/create_glue_data.py` outputs per task.
@@ -90,5 +91,6 @@ def write_glue_records(root):
   vocab = glue.check_vocabulary('sample:vocab')
   for task, glue_dir in glue_dirs.items():
     glue.write_records(glue.tsv_processor(task), glue_dir, vocab, True, SEQ_LENGTH,
-                       os.path.join(data_dir, task), task, glue_dir)
+                       os.path.join(data_dir, task), task, glue_dir,
+                       heldout_examples=heldout_examples)
   return data_dir

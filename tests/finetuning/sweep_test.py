@@ -11,10 +11,13 @@ import tf_keras
 from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_utils
+from official.modeling import hyperparams
+from official.nlp.tasks import sentence_prediction
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.finetuning import run_params
 from teams_tf.finetuning import sweep
+from teams_tf.finetuning import sweep_report
 from teams_tf.models import teams_pretrainer
 from tests import testing_utils
 from tests.finetuning import glue_testing_utils as fixtures
@@ -167,6 +170,53 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, 'has no params.yaml'):
       sweep.prepare(dataclasses.replace(settings,
                                         encoder_from=os.path.dirname(self.checkpoint)))
+
+  def test_select_epoch_scores_dev_at_the_best_epoch_of_the_heldout_slice(self):
+    data_dir = fixtures.write_glue_records(os.path.join(self.get_temp_dir(), 'slice'),
+                                           heldout_examples=8)
+    output_dir = os.path.join(self.get_temp_dir(), 'selected')
+    fields = dict(tasks=('sst2',), seeds='1,', size='demo', data_dir=data_dir,
+                  init_checkpoint=os.path.dirname(self.checkpoint), output_dir=output_dir,
+                  epochs=3, select_epoch=True, params_override=(
+                      'task.train_data.global_batch_size=8,'
+                      'task.validation_data.global_batch_size=8'))
+    sweep.run_fields(fields)
+    result = sweep_report.read_json(os.path.join(output_dir, 'sst2', 'seed_1', 'result.json'))
+    selection = result['selection']
+    # 40 train examples, batch 8: an epoch is 5 steps; one validation of the slice each.
+    self.assertEqual([5, 10, 15], [row['step'] for row in selection['epochs']])
+    best = max(selection['epochs'], key=lambda row: (row['value'], -row['step']))
+    self.assertEqual((best['step'], 8), (selection['step'], selection['heldout_examples']))
+    # Dev (16 examples, never validated on) is scored with that epoch's weights.
+    self.assertEqual(16, result['dev_examples'])
+    run_dir = os.path.join(output_dir, 'sst2', 'seed_1')
+    config = exp_factory.get_exp_config('glue_sst2_demo')
+    config.override(hyperparams.read_yaml_to_params_dict(
+        os.path.join(run_dir, 'params.yaml')).as_dict(), is_strict=False)
+    mg_task = task_factory.get_task(config.task)
+    model = mg_task.build_model()
+    tf.train.Checkpoint(model=model).read(
+        os.path.join(run_dir, f'ckpt-{selection["step"]}')).expect_partial()
+    dev = config.task.validation_data.replace(
+        input_path=os.path.join(data_dir, 'sst2', 'dev.tfrecord'), include_example_id=True)
+    predictions = np.array([int(np.asarray(p).reshape(-1)[0])
+                            for p in sentence_prediction.predict(mg_task, dev, model)])
+    self.assertAllClose(np.mean(predictions == sweep.dev_labels(dev)),
+                        result['metrics']['accuracy'])
+    with self.assertRaisesRegex(ValueError, 'no held-out train slice'):
+      sweep.prepare(sweep.SweepSettings(**dict(fields, data_dir=self.data_dir)))
+
+  def test_best_epoch_ranks_nan_last_and_ties_to_the_earlier_epoch(self):
+    run_dir = self.get_temp_dir()
+    writer = tf.summary.create_file_writer(os.path.join(run_dir, 'validation'))
+    with writer.as_default():
+      for step, value in ((5, 0.4), (10, 0.7), (15, float('nan')), (20, 0.7)):
+        tf.summary.scalar('matthews_corrcoef', value, step=step)
+    writer.flush()
+    step, rows = sweep.best_epoch(run_dir, 'matthews_corrcoef')
+    self.assertEqual((10, 4), (step, len(rows)))
+    with self.assertRaisesRegex(ValueError, 'logged no cls_accuracy'):
+      sweep.best_epoch(run_dir, 'cls_accuracy')
 
   def test_run_fields_checks_every_setting_before_training(self):
     output_dir = os.path.join(self.get_temp_dir(), 'fields')
