@@ -201,9 +201,12 @@ def _pct(value: Optional[float]) -> str:
   return '—' if value is None else f'{100 * value:.1f}'
 
 
-def markdown(results: dict[str, dict], command: str) -> str:
-  """The report: the table per objective and method, anchors, then phenomena."""
-  rows = _rows(results)
+def markdown(results: dict[str, dict], command: str, rows: Optional[list[dict]] = None) -> str:
+  """The report: the table per objective and method, anchors, then phenomena.
+
+  `rows` are `_rows(results)`, computed here when not given.
+  """
+  rows = _rows(results) if rows is None else rows
   any_result = next(iter(results.values()), None)
   # The BLiMP paper's models on these paradigms, as every unit's file records them.
   paper = {} if any_result is None else any_result.get('paper', {})
@@ -258,8 +261,8 @@ def write_report(out_dir: str, command: str) -> list[dict]:
     if name.endswith('.json') and name != 'minimal_pairs.json':
       with open(os.path.join(out_dir, name)) as f:
         results[name[:-len('.json')]] = json.load(f)
+  rows = _rows(results)  # Once: every row runs a bootstrap.
   atomic_files.write_text(os.path.join(out_dir, 'minimal_pairs.md'),
-                          markdown(results, command))
-  rows = _rows(results)
+                          markdown(results, command, rows))
   atomic_files.write_json(os.path.join(out_dir, 'minimal_pairs.json'), dict(rows=rows))
   return rows
