@@ -136,8 +136,8 @@ def check(along: AlongRun) -> None:
     result = replication.read_unit(sweep.out_dir, unit)
     if result is None:
       to_run.add(step)
-    elif result.get('settings') != dict(replication.unit_settings(sweep, unit),
-                                        pretraining_step=step):
+    elif replication.committed_settings(result) != dict(replication.unit_settings(sweep, unit),
+                                                        pretraining_step=step):
       raise ValueError(f'{replication.unit_path(sweep.out_dir, unit)} was run with other '
                        f'settings ({result.get("settings")}); move it away or choose another '
                        '--out_dir.')

@@ -20,13 +20,13 @@ import collections
 import dataclasses
 import json
 import os
-import re
 import subprocess
 import sys
 from typing import Optional, Sequence
 
 import numpy as np
 
+from teams_tf.benchmarking import released_runs
 from teams_tf.utils import atomic_files
 
 UNIGRAM = 'unigram'
@@ -42,43 +42,18 @@ class Unit:
   flags: tuple[str, ...]
 
 
-def releases_in(release_root: str) -> dict[str, dict]:
-  """Release name -> its release.json, for every release under `release_root`."""
-  found = {}
-  if not os.path.isdir(release_root):
-    return found
-  for name in sorted(os.listdir(release_root)):
-    path = os.path.join(release_root, name, 'release.json')
-    if os.path.exists(path):
-      with open(path) as f:
-        found[name] = json.load(f)
-  return found
-
-
-_RUN = re.compile(r'^(?P<objective>.+?)(?P<budget>_[0-9.]+x)?_seed(?P<seed>[0-9]+)$')
-
-
-def parse_run(name: str) -> tuple[str, str, int]:
-  """'coco_lm_3x_seed2' -> ('coco_lm', '_3x', 2): a release's objective, budget, seed
-  (`released_runs.run_name`)."""
-  match = _RUN.match(name)
-  if not match:
-    raise ValueError(f'{name!r} is not a release name <objective>[_<k>x]_seed<seed>.')
-  return match['objective'], match['budget'] or '', int(match['seed'])
-
-
 def plan(release_root: str, corpus_files: str) -> list[Unit]:
   """Every unit the releases under `release_root` call for.
 
   Random init takes its shape from the objective's first release, with one seed per
   pretraining seed of the objective, so that its spread is measured over as many draws.
   """
-  names = list(releases_in(release_root))
+  names = list(released_runs.releases_in(release_root))
   units = [Unit(name, (f'--model_dir={os.path.join(release_root, name)}',)) for name in names]
   seeds = collections.defaultdict(set)
   shape = {}
   for name in names:
-    objective, _, seed = parse_run(name)
+    objective, _, seed = released_runs.parse_run(name)
     seeds[objective].add(seed)
     shape.setdefault(objective, os.path.join(release_root, name))
   for objective in sorted(seeds):
@@ -170,7 +145,7 @@ def _rows(results: dict[str, dict]) -> list[dict]:
   groups = collections.defaultdict(list)
   for name in results:
     if '_random_init_seed' not in name and name != UNIGRAM:
-      objective, budget, _ = parse_run(name)
+      objective, budget, _ = released_runs.parse_run(name)
       groups[(objective, budget)].append(name)
   rows = []
   for (objective, budget), names in sorted(groups.items()):

@@ -9,7 +9,9 @@ step, FLOPs and sha256), which is committed, so that every later number can be r
 without pretraining again.
 """
 
+import json
 import os
+import re
 from typing import Optional
 
 from teams_tf.benchmarking import learning
@@ -25,6 +27,31 @@ def run_name(objective: str, seed: int, bert_steps: int) -> str:
   multiple = bert_steps / learning.BERT_STEPS
   budget = '' if bert_steps == learning.BERT_STEPS else f'_{multiple:g}x'
   return f'{objective}{budget}_seed{seed}'
+
+
+def releases_in(release_root: str) -> dict[str, dict]:
+  """Release name -> its release.json, for every release under `release_root`."""
+  found = {}
+  if not os.path.isdir(release_root):
+    return found
+  for name in sorted(os.listdir(release_root)):
+    path = os.path.join(release_root, name, 'release.json')
+    if os.path.exists(path):
+      with open(path) as f:
+        found[name] = json.load(f)
+  return found
+
+
+_RUN = re.compile(r'^(?P<objective>.+?)(?P<budget>_[0-9.]+x)?_seed(?P<seed>[0-9]+)$')
+
+
+def parse_run(name: str) -> tuple[str, str, int]:
+  """'coco_lm_3x_seed2' -> ('coco_lm', '_3x', 2): a release's objective, budget, seed
+  (`run_name`)."""
+  match = _RUN.match(name)
+  if not match:
+    raise ValueError(f'{name!r} is not a release name <objective>[_<k>x]_seed<seed>.')
+  return match['objective'], match['budget'] or '', int(match['seed'])
 
 
 def outlook(names: list[str], release_root: str, bert_steps: int) -> str:

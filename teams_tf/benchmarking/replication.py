@@ -66,7 +66,16 @@ class FineTuneProtocol:
     lower_case: lowercase before WordPiece, as the corpus vocabulary is uncased.
     max_train_examples: (task, n): keep a seeded random subset of n train examples (SST-2's
       67,349 cut to 8,000, near CoLA's 8,551 and STS-B's 5,749, which are kept whole).
-    subset_seed: seed of those subsets. Dev sets are always complete.
+    subset_seed: seed of those subsets and of the held-out slices. Dev sets are always
+      complete.
+    pooling: (task, pooling): the head's input (`tasks.sentence_prediction_task.ModelConfig`);
+      a task not listed gets 'cls', Model Garden's fresh dense+tanh head on [CLS].
+    standardize_regression: regress STS-B on targets standardized by its train labels' mean and
+      standard deviation (`meta_data.json`), predicting in label units.
+    heldout_examples: train examples of each task set aside (after the subset) as a held-out
+      slice; with it every run validates on the slice each epoch, dev is scored at the epoch
+      the slice liked best and the learning rate is chosen by the slice too, so that nothing
+      is chosen on dev. 0: dev scored after the last epoch, the rate chosen on dev.
   """
   tasks: tuple[str, ...] = ('sst2', 'cola', 'stsb')
   seeds: int = 3
@@ -77,6 +86,9 @@ class FineTuneProtocol:
   lower_case: bool = True
   max_train_examples: tuple[tuple[str, int], ...] = (('sst2', 8000),)
   subset_seed: int = 0
+  pooling: tuple[tuple[str, str], ...] = ()
+  standardize_regression: bool = False
+  heldout_examples: int = 0
 
   def __post_init__(self):
     unknown = [task for task in self.tasks if task not in GLUE_TASKS]
@@ -85,6 +97,24 @@ class FineTuneProtocol:
     if self.seeds < 1 or not self.learning_rates:
       raise ValueError(f'seeds={self.seeds} and learning_rates={self.learning_rates}: need at '
                        'least one seed and one learning rate.')
+
+  def task_pooling(self, task: str) -> str:
+    return dict(self.pooling).get(task, 'cls')
+
+
+# The papers' protocol (TEAMS Table 6 at mini: [CLS] head, 3 epochs, dev at the end), kept as the
+# ablation of the one that pools tokens (benchmarks/finetuning/protocol.md).
+PROTOCOLS = {
+    'cls_head': FineTuneProtocol(),
+    'pooled': FineTuneProtocol(
+        seeds=5, epochs=10, learning_rates=(3e-4, 1e-3, 3e-3),
+        max_train_examples=(('sst2', 9000),), heldout_examples=1000,
+        pooling=(('sst2', 'mean'), ('cola', 'mean'), ('stsb', 'siamese_cosine')),
+        standardize_regression=True),
+}
+# What a committed result written before a setting existed was run with.
+_SETTING_DEFAULTS = dict(pretraining_seed=None, pooling='cls', standardize_regression=False,
+                         heldout_examples=0)
 
 
 def format_rate(rate: Optional[float]) -> str:
@@ -121,15 +151,27 @@ def read_unit(out_dir: str, unit: Unit) -> Optional[dict]:
     return json.load(f)
 
 
+def _defined(value) -> float:
+  """An undefined correlation (constant predictions: None or NaN) counts as 0."""
+  return 0.0 if value is None or value != value else float(value)
+
+
 def headline(result: dict) -> float:
-  """A run's dev headline metric; an undefined correlation (constant predictions) counts as 0."""
-  value = result['metrics'][result['headline_metric']]
-  return 0.0 if value is None else float(value)
+  """A run's dev headline metric (0 when undefined)."""
+  return _defined(result['metrics'][result['headline_metric']])
+
+
+def selection_score(result: dict) -> float:
+  """What a run scored on the held-out train slice at its chosen epoch (0 when undefined)."""
+  selection = result['selection']
+  return _defined(next(epoch['value'] for epoch in selection['epochs']
+                       if epoch['step'] == selection['step']))
 
 
 def choose_learning_rate(protocol: FineTuneProtocol, out_dir: str, encoder: str,
                          task: str) -> Optional[float]:
-  """The grid's rate whose seed-1 run has the best dev headline metric (ties: the earlier rate).
+  """The grid's rate whose seed-1 run scored best (ties: the earlier rate): on the held-out
+  slice with `protocol.heldout_examples`, else on dev.
 
   None until seed 1 has run at every rate of the grid.
   """
@@ -137,7 +179,8 @@ def choose_learning_rate(protocol: FineTuneProtocol, out_dir: str, encoder: str,
               for rate in protocol.learning_rates}
   if any(result is None for result in seed_one.values()):
     return None
-  return max(protocol.learning_rates, key=lambda rate: headline(seed_one[rate]))
+  score = selection_score if protocol.heldout_examples else headline
+  return max(protocol.learning_rates, key=lambda rate: score(seed_one[rate]))
 
 
 def plan(protocol: FineTuneProtocol, out_dir: str, encoders) -> list[Unit]:
@@ -233,8 +276,8 @@ def prepare_glue(protocol: FineTuneProtocol, glue_dir: str, vocab_file: str, dat
     vocab_file: the corpus vocabulary of the pretraining runs.
     data_dir: where the records go (`sweep`'s data_dir).
     convert: writes one task's records, called with the keyword arguments task, source,
-      vocab_file, lower_case, max_seq_length, output_dir, max_train_examples and subset_seed
-      (e.g. through `finetuning.glue.write_records`).
+      vocab_file, lower_case, max_seq_length, output_dir, max_train_examples, subset_seed and
+      heldout_examples (e.g. `finetuning.glue.convert_tsv`).
 
   Raises:
     ValueError: a task folder is missing, or a kept conversion has other settings.
@@ -242,13 +285,15 @@ def prepare_glue(protocol: FineTuneProtocol, glue_dir: str, vocab_file: str, dat
   for task in protocol.tasks:
     fields = dict(vocab_file=os.path.abspath(vocab_file), lower_case=protocol.lower_case,
                   max_seq_length=protocol.max_seq_length,
-                  max_train_examples=dict(protocol.max_train_examples).get(task))
+                  max_train_examples=dict(protocol.max_train_examples).get(task),
+                  heldout_examples=protocol.heldout_examples)
     output_dir = os.path.join(data_dir, task)
     meta_path = os.path.join(output_dir, 'meta_data.json')
     if os.path.exists(meta_path):
       with open(meta_path) as f:
         meta = json.load(f)
-      kept = dict(meta, vocab_file=os.path.abspath(meta['vocab_file']))
+      kept = dict(meta, vocab_file=os.path.abspath(meta['vocab_file']),
+                  heldout_examples=meta.get('heldout_data_size', 0))
       differ = {key: kept.get(key) for key, value in fields.items() if kept.get(key) != value}
       if differ:
         raise ValueError(f'{meta_path} was converted with {differ}, not {fields}; remove '
@@ -287,6 +332,20 @@ class Replication:
   pretraining_seed: Optional[int] = None
 
 
+def _overrides(replication: Replication, unit: Unit) -> str:
+  """The unit's rate and the protocol's head, as a Model Garden override string."""
+  protocol = replication.protocol
+  overrides = [f'{LEARNING_RATE_FIELD}={unit.learning_rate}']
+  if protocol.task_pooling(unit.task) != 'cls':
+    overrides.append(f'task.model.pooling={protocol.task_pooling(unit.task)}')
+  if protocol.standardize_regression and unit.task == 'stsb':
+    with open(os.path.join(replication.data_dir, unit.task, 'meta_data.json')) as f:
+      meta = json.load(f)
+    overrides += [f'task.model.regression_mean={meta["train_label_mean"]}',
+                  f'task.model.regression_std={meta["train_label_std"]}']
+  return ','.join(overrides)
+
+
 def sweep_settings(replication: Replication, unit: Unit) -> dict:
   """The `sweep.SweepSettings` fields of one unit: one task, one seed, the unit's rate."""
   protocol = replication.protocol
@@ -300,8 +359,9 @@ def sweep_settings(replication: Replication, unit: Unit) -> dict:
                               learning.seeded('replication', replication.pretraining_seed),
                               replication.max_train_flops),
           unit.encoder, unit.task, f'lr_{format_rate(unit.learning_rate)}'),
-      epochs=protocol.epochs, params_override=f'{LEARNING_RATE_FIELD}={unit.learning_rate}',
-      encoder_from=None if pretrained else replication.run_dirs[SHAPE_FROM])
+      epochs=protocol.epochs, params_override=_overrides(replication, unit),
+      encoder_from=None if pretrained else replication.run_dirs[SHAPE_FROM],
+      select_epoch=bool(protocol.heldout_examples))
 
 
 def unit_settings(replication: Replication, unit: Unit) -> dict:
@@ -312,25 +372,34 @@ def unit_settings(replication: Replication, unit: Unit) -> dict:
               lower_case=protocol.lower_case, subset_seed=protocol.subset_seed,
               max_train_examples=dict(protocol.max_train_examples).get(unit.task),
               pretraining_flops=replication.max_train_flops if pretrained else None,
-              pretraining_seed=replication.pretraining_seed if pretrained else None)
+              pretraining_seed=replication.pretraining_seed if pretrained else None,
+              pooling=protocol.task_pooling(unit.task),
+              standardize_regression=protocol.standardize_regression and unit.task == 'stsb',
+              heldout_examples=protocol.heldout_examples)
+
+
+def committed_settings(result: dict) -> dict:
+  """The settings a committed result was run with; one written before a setting existed has
+  that setting's default (no pretraining seed, the [CLS] head, no held-out slice)."""
+  return {**_SETTING_DEFAULTS, **(result.get('settings') or {})}
 
 
 def check_committed(replication: Replication, encoders) -> None:
-  """Raises ValueError when a committed result of `encoders` was run with other settings.
-
-  A result written before a setting existed has that setting's default (no pretraining seed).
-  """
+  """Raises ValueError when a committed result of `encoders` was run with other settings
+  (`committed_settings`)."""
   for unit in plan(replication.protocol, replication.out_dir, encoders):
     result = read_unit(replication.out_dir, unit)
-    settings = result and {'pretraining_seed': None, **(result.get('settings') or {})}
-    if result is not None and settings != unit_settings(replication, unit):
+    if result is not None and committed_settings(result) != unit_settings(replication, unit):
       raise ValueError(f'{unit_path(replication.out_dir, unit)} was run with other settings '
                        f'({result.get("settings")}); move it away or choose another --out_dir.')
 
 
-def glue_data_dir(work_dir: str, vocab_size: int) -> str:
-  """Where `prepare` converts the GLUE tasks for a vocabulary of `vocab_size` tokens."""
-  return os.path.join(work_dir, f'glue_{vocab_size}')
+def glue_data_dir(work_dir: str, vocab_size: int, protocol: Optional[FineTuneProtocol] = None
+                  ) -> str:
+  """Where `prepare` converts the GLUE tasks for a vocabulary of `vocab_size` tokens:
+  `glue_<size>`, or `glue_<size>_heldout<n>` for a protocol with held-out slices."""
+  slices = f'_heldout{protocol.heldout_examples}' if protocol and protocol.heldout_examples else ''
+  return os.path.join(work_dir, f'glue_{vocab_size}{slices}')
 
 
 def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: dict[str, float],
@@ -345,7 +414,7 @@ def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: 
       settings.
   """
   run_dirs = pretrain(setup, flops, encoders, log=log)
-  data_dir = glue_data_dir(work_dir, setup.vocab_size)
+  data_dir = glue_data_dir(work_dir, setup.vocab_size, protocol)
   prepare_glue(protocol, glue_dir, setup.vocab_file, data_dir, convert, log=log)
   replication = Replication(protocol, out_dir, work_dir, data_dir, run_dirs,
                             setup.max_train_flops, setup.seed)

@@ -466,6 +466,10 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
       lower_case=lower_case,
       special_ids={'pad': vocab.pad_id, 'unk': vocab.unk_id, 'cls': vocab.cls_id,
                    'sep': vocab.sep_id})
+  if meta_data['num_labels'] == 1:
+    # What regression on standardized targets needs (`ModelConfig.regression_mean/std`).
+    scores = np.asarray(stats.label_ids['train'], np.float64)
+    meta_data.update(train_label_mean=float(scores.mean()), train_label_std=float(scores.std()))
   atomic_files.write_json(meta_path, meta_data)
   return meta_data, stats
 

@@ -114,3 +114,65 @@ def compute(task, predictions, labels):
   if task not in TASK_METRICS:
     raise ValueError(f'Unknown GLUE task {task!r}; use one of {", ".join(TASK_METRICS)}.')
   return {name: _FUNCTIONS[name](predictions, labels) for name in TASK_METRICS[task]}
+
+
+def encode_outputs(task, values):
+  """[N] predictions or labels of `task`, compactly for a results file: a string of class ids
+  ('0110...'), or for STS-B a list of scores rounded to 4 decimals."""
+  if task == 'stsb':
+    return [round(float(value), 4) for value in np.asarray(values).reshape(-1)]
+  return ''.join(str(int(value)) for value in np.asarray(values).reshape(-1))
+
+
+def decode_outputs(encoded):
+  """`encode_outputs`' values as a [N] NumPy array."""
+  if isinstance(encoded, str):
+    return np.array([int(character) for character in encoded])
+  return np.asarray(encoded, np.float64)
+
+
+def _rowwise_pearson(x, y):
+  x = x - x.mean(axis=1, keepdims=True)
+  y = y - y.mean(axis=1, keepdims=True)
+  denominator = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+  with np.errstate(invalid='ignore', divide='ignore'):
+    return np.where(denominator > 0, (x * y).sum(axis=1) / denominator, 0.0)
+
+
+def _rowwise_matthews(predictions, labels):
+  """Gorodkin's multi-class MCC of each row of [D, N] class ids (0 where undefined)."""
+  classes = int(max(predictions.max(), labels.max())) + 1
+  true = np.stack([(labels == k).sum(axis=1) for k in range(classes)], axis=1)
+  predicted = np.stack([(predictions == k).sum(axis=1) for k in range(classes)], axis=1)
+  correct = (predictions == labels).sum(axis=1).astype(np.float64)
+  total = labels.shape[1]
+  numerator = correct * total - (true * predicted).sum(axis=1)
+  denominator = np.sqrt((total ** 2 - (predicted ** 2).sum(axis=1)).astype(np.float64) *
+                        (total ** 2 - (true ** 2).sum(axis=1)))
+  with np.errstate(invalid='ignore', divide='ignore'):
+    return np.where(denominator > 0, numerator / denominator, 0.0)
+
+
+def resampled_headlines(task, result, indices):
+  """[D] headline metrics of a run on D resamples of its dev examples, for bootstrap intervals.
+
+  Args:
+    task: the run's task.
+    result: a sweep result with `dev_predictions` and `dev_labels` (`encode_outputs`).
+    indices: [D, N] int, row d the dev examples of resample d.
+
+  Returns:
+    Row d: `compute(task, ...)[headline_metric(task)]` on those examples, but with an undefined
+    correlation (constant predictions) as 0, as the replication counts it.
+  """
+  predictions = decode_outputs(result['dev_predictions'])[indices]
+  labels = decode_outputs(result['dev_labels'])[indices]
+  metric = headline_metric(task)
+  if metric == 'accuracy':
+    return (predictions == labels).mean(axis=1)
+  if metric == 'matthews_corrcoef':
+    return _rowwise_matthews(predictions, labels)
+  if metric == 'spearman':
+    return _rowwise_pearson(stats.rankdata(predictions, axis=1),
+                            stats.rankdata(labels, axis=1))
+  raise ValueError(f'No resampled form of {metric} ({task}).')

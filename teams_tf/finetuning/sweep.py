@@ -151,6 +151,9 @@ def run_one(experiment, task, seed, run_dir, params, meta, steps_description, de
       # Distinct predicted classes on dev (None for STS-B's regression): 1 is a collapse.
       'predicted_classes': None if task == 'stsb' else int(len(np.unique(predictions))),
       'headline_metric': glue_metrics.headline_metric(task),
+      # In example_id order, for intervals over dev examples.
+      'dev_predictions': glue_metrics.encode_outputs(task, predictions),
+      'dev_labels': glue_metrics.encode_outputs(task, labels),
       # The last validation's logs: of dev, or with `selection`, of the held-out slice.
       'model_garden_validation': _scalar_logs(eval_outputs[-1] if eval_outputs else None),
       'selection': selection,

@@ -22,7 +22,8 @@ def _named_inputs(network):
 
 
 class PooledClassifier(tf_keras.Model):
-  """Encoder -> `TokenPooling` -> dropout -> dense [num_classes] (-> label units, regression).
+  """Encoder (once, or once per segment for a `SIAMESE` pooling) -> `TokenPooling` -> dropout
+  (not on a cosine) -> dense [num_classes] (-> label units, regression).
 
   Inputs: the encoder's dict of int32 [B, T] `input_word_ids`, `input_mask`, `input_type_ids`.
   Outputs: [B, num_classes] logits; [B, 1] predictions in label units when `num_classes` is 1.
@@ -34,10 +35,18 @@ class PooledClassifier(tf_keras.Model):
     if regression_std <= 0:
       raise ValueError(f'regression_std={regression_std} must be positive.')
     inputs = _named_inputs(network)
-    sequence = network(inputs)['sequence_output']
-    pooled = token_pooling.TokenPooling(pooling, name='token_pooling')(
-        sequence, inputs['input_mask'], inputs['input_type_ids'])
-    pooled = tf_keras.layers.Dropout(dropout_rate)(pooled)
+    pool = token_pooling.TokenPooling(pooling, name='token_pooling')
+    if pooling in token_pooling.SIAMESE:
+      first, second = (network(dict(inputs, input_mask=mask))['sequence_output'] for mask in
+                       token_pooling.segment_masks(inputs['input_mask'],
+                                                   inputs['input_type_ids']))
+      pooled = pool(first, inputs['input_mask'], inputs['input_type_ids'], second)
+    else:
+      pooled = pool(network(inputs)['sequence_output'], inputs['input_mask'],
+                    inputs['input_type_ids'])
+    if pooling not in token_pooling.SIAMESE:
+      # Not on one cosine: dropping it would drop the whole input of the head.
+      pooled = tf_keras.layers.Dropout(dropout_rate)(pooled)
     outputs = tf_keras.layers.Dense(num_classes, kernel_initializer=initializer,
                                     name='sentence_prediction')(pooled)
     if num_classes == 1:

@@ -35,8 +35,10 @@ class ModelConfig(sentence_prediction.ModelConfig):
 
   Attributes:
     pooling: 'cls' (Model Garden's head: a fresh dense+tanh layer on [CLS]; the papers'
-      protocol), 'mean' (the mean of every token's output) or 'segment_pair' (Sentence-BERT's
-      [u, v, |u - v|, u * v] of the two segments' means), see `layers.token_pooling`.
+      protocol), 'mean' (the mean of every token's output), 'segment_pair' (Sentence-BERT's
+      [u, v, |u - v|, u * v] of the two segments' means) or 'siamese_cosine' (the cosine of
+      the means of the segments encoded apart, Sentence-BERT's regression head), see
+      `layers.token_pooling`.
     regression_mean, regression_std: `num_classes` 1 only: predictions are
       `regression_std * output + regression_mean` and the loss is the squared error over
       `regression_std`^2, i.e. regression on standardized targets; (0, 1) is Model Garden's.
@@ -77,7 +79,7 @@ class SentencePredictionTask(sentence_prediction.SentencePredictionTask):
     if model.pooling == 'cls':
       raise ValueError('task.model.pooling=cls reads [CLS] through Model Garden\'s head, which '
                        'has no regression scale: set regression_mean=0 and regression_std=1, or '
-                       'pool the tokens (mean, segment_pair).')
+                       'pool the tokens (mean, segment_pair, siamese_cosine).')
     return pooled_classifier.PooledClassifier(
         encoders.build_encoder(model.encoder), model.num_classes, model.pooling,
         dropout_rate=model.encoder.get().dropout_rate,

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.benchmarking import minimal_pairs_report as report
+from teams_tf.benchmarking import released_runs
 
 _UIDS = ('agreement_1', 'island_1')
 
@@ -51,9 +52,9 @@ class MinimalPairsReportTest(tf.test.TestCase):
     self.assertEqual((f'--model_dir={root}/bert_3x_seed1', '--random_init', '--seed=2'),
                      units['bert_random_init_seed2'])
     self.assertIn('--unigram_corpus=corpus/*.txt', units['unigram'])
-    self.assertEqual(('coco_lm', '_3x', 2), report.parse_run('coco_lm_3x_seed2'))
+    self.assertEqual(('coco_lm', '_3x', 2), released_runs.parse_run('coco_lm_3x_seed2'))
     with self.assertRaisesRegex(ValueError, 'not a release name'):
-      report.parse_run('bert_final')
+      released_runs.parse_run('bert_final')
 
   def test_paired_bootstrap_is_the_interval_of_the_gap(self):
     rng = np.random.default_rng(1)

@@ -441,6 +441,45 @@ class ReplicationTest(tf.test.TestCase):
     for name in ('pretraining.png', 'glue.png'):
       self.assertGreater(os.path.getsize(os.path.join(self.out_dir, name)), 1000)
 
+  def test_pooled_protocol_pools_standardizes_sts_b_and_chooses_the_rate_on_the_slice(self):
+    protocol = dataclasses.replace(replication.PROTOCOLS['pooled'], learning_rates=(1e-4, 3e-4))
+    runs = dataclasses.replace(self.runs, protocol=protocol)
+    os.makedirs(os.path.join(runs.data_dir, 'stsb'))
+    with open(os.path.join(runs.data_dir, 'stsb', 'meta_data.json'), 'w') as f:
+      json.dump(dict(train_label_mean=2.7, train_label_std=1.46), f)
+    stsb = replication.sweep_settings(runs, replication.Unit('teams', 'stsb', 1e-4, 1))
+    sst2 = replication.sweep_settings(runs, replication.Unit('teams', 'sst2', 1e-4, 1))
+    field = replication.LEARNING_RATE_FIELD
+    self.assertEqual(f'{field}=0.0001,task.model.pooling=siamese_cosine,'
+                     'task.model.regression_mean=2.7,task.model.regression_std=1.46',
+                     stsb['params_override'])
+    self.assertEqual(f'{field}=0.0001,task.model.pooling=mean', sst2['params_override'])
+    self.assertTrue(stsb['select_epoch'])
+    self.assertFalse(replication.sweep_settings(
+        self.runs, replication.Unit('teams', 'stsb', 1e-4, 1))['select_epoch'])
+    # Dev prefers 1e-4, the held-out slice 3e-4: the slice decides.
+    for rate, dev, heldout in ((1e-4, 0.9, 0.6), (3e-4, 0.5, 0.7)):
+      path = replication.unit_path(self.out_dir, replication.Unit('teams', 'sst2', rate, 1))
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, 'w') as f:
+        json.dump(dict(_sweep_result('sst2', 1, dev), selection=dict(
+            step=20, epochs=[dict(step=10, value=0.99), dict(step=20, value=heldout)])), f)
+    self.assertEqual(3e-4, replication.choose_learning_rate(protocol, self.out_dir, 'teams',
+                                                            'sst2'))
+    self.assertEqual(1e-4, replication.choose_learning_rate(self.protocol, self.out_dir, 'teams',
+                                                            'sst2'))
+    settings = replication.unit_settings(runs, replication.Unit('teams', 'stsb', 1e-4, 1))
+    self.assertEqual(('siamese_cosine', True, 1000),
+                     (settings['pooling'], settings['standardize_regression'],
+                      settings['heldout_examples']))
+    # A result committed before these settings existed was run with the [CLS] head.
+    old = replication.unit_settings(self.runs, replication.Unit('teams', 'stsb', 1e-4, 1))
+    for key in ('pooling', 'standardize_regression', 'heldout_examples', 'pretraining_seed'):
+      old.pop(key)
+    self.assertEqual(replication.unit_settings(self.runs,
+                                               replication.Unit('teams', 'stsb', 1e-4, 1)),
+                     replication.committed_settings(dict(settings=old)))
+
   def test_glue_tasks_are_converted_once_with_the_protocol(self):
     glue_dir, data_dir = os.path.join(self.get_temp_dir(), 'glue'), self.runs.data_dir
     for folder in ('SST-2', 'CoLA', 'STS-B'):
@@ -456,7 +495,7 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual([dict(task=task, source=os.path.join(glue_dir, folder),
                            output_dir=os.path.join(data_dir, task), subset_seed=0,
                            vocab_file=os.path.abspath('vocab.txt'), lower_case=True,
-                           max_seq_length=64, max_train_examples=None)
+                           max_seq_length=64, max_train_examples=None, heldout_examples=0)
                       for task, folder in (('cola', 'CoLA'), ('stsb', 'STS-B'))],
                      [call.kwargs for call in convert.call_args_list])
     with self.assertRaisesRegex(ValueError, "converted with {'max_seq_length': 64}"):

@@ -455,6 +455,27 @@ class GlueMetricsTest(tf.test.TestCase, parameterized.TestCase):
     if task == 'mrpc':
       self.assertAllClose({'accuracy': 0.75, 'f1': 0.8}, result)
 
+  @parameterized.named_parameters(('sst2', 'sst2', 2), ('cola', 'cola', 2), ('mnli', 'mnli', 3),
+                                  ('stsb', 'stsb', None))
+  def test_resampled_headlines_are_the_metric_of_each_resample(self, task, classes):
+    rng = np.random.default_rng(5)
+    if classes:
+      labels = rng.integers(0, classes, 60)
+      predictions = np.where(rng.random(60) < 0.7, labels, rng.integers(0, classes, 60))
+    else:
+      labels = np.round(rng.uniform(0, 5, 60), 1)  # Ties, which Spearman ranks on average.
+      predictions = labels + rng.normal(size=60)
+    result = dict(dev_predictions=glue_metrics.encode_outputs(task, predictions),
+                  dev_labels=glue_metrics.encode_outputs(task, labels))
+    indices = rng.integers(0, 60, (5, 60))
+    indices[4] = np.where(labels == labels[0])[0][0]  # One example: an undefined metric.
+    expected = [glue_metrics.compute(task, glue_metrics.decode_outputs(result['dev_predictions'])[
+        row], glue_metrics.decode_outputs(result['dev_labels'])[row])[
+            glue_metrics.headline_metric(task)] for row in indices]
+    expected = np.nan_to_num(expected, nan=0.0)
+    self.assertAllClose(expected, glue_metrics.resampled_headlines(task, result, indices),
+                        atol=1e-9)
+
   def test_rejects_mismatched_lengths(self):
     with self.assertRaisesRegex(ValueError, '3 predictions and 2 labels'):
       glue_metrics.accuracy([1, 0, 1], [1, 0])

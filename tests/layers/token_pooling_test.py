@@ -38,8 +38,28 @@ class TokenPoolingTest(tf.test.TestCase):
     self.assertEqual([3, 20], pooled.shape.as_list())
     self.assertAllClose(expected, pooled, rtol=1e-5, atol=1e-6)
 
+  def test_siamese_cosine_is_the_cosine_of_each_segments_mean_in_its_own_pass(self):
+    sequence, mask, types = _inputs(2)
+    second_sequence = _inputs(3)[0]
+    expected = []
+    for b in range(2):  # Row 2 has no second segment.
+      u = _mean(sequence[b][(mask[b] == 1) & (types[b] == 0)])
+      v = _mean(second_sequence[b][(mask[b] == 1) & (types[b] == 1)])
+      expected.append([u @ v / np.linalg.norm(u) / np.linalg.norm(v)])
+    pooled = token_pooling.TokenPooling('siamese_cosine')(sequence, mask, types, second_sequence)
+    self.assertEqual([3, 1], pooled.shape.as_list())
+    self.assertAllClose(expected, pooled[:2], rtol=1e-5, atol=1e-6)
+    self.assertAllEqual([0.0], pooled[2])  # An empty segment is a zero vector, not a NaN.
+
+  def test_segment_masks_keep_each_segments_real_tokens(self):
+    _, mask, types = _inputs()
+    first, second = token_pooling.segment_masks(tf.constant(mask), tf.constant(types))
+    self.assertAllEqual(mask * (types == 0), first)
+    self.assertAllEqual(mask * (types == 1), second)
+
   def test_unknown_pooling_names_the_choices(self):
-    with self.assertRaisesRegex(ValueError, "pooling='max'; use one of mean, segment_pair"):
+    with self.assertRaisesRegex(ValueError,
+                                "pooling='max'; use one of mean, segment_pair, siamese_cosine"):
       token_pooling.TokenPooling('max')
 
 

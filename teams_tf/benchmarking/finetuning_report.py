@@ -1,0 +1,214 @@
+"""The report of the released encoders' fine-tuning (`release_finetuning`), from committed units.
+
+Per protocol (`<out_dir>/<protocol>/`) and group, each encoder's dev headline metric per task at
+its chosen rate: the median over fine-tuning seeds, their range, and a 95% interval of the mean
+over seeds from a bootstrap over dev examples (the seeds' predictions rescored on each resample:
+what another draw of dev sentences could give). Each encoder's gap to random init (seed means)
+comes with a paired bootstrap interval (the same resamples for both) and counts as real only when
+its interval is above 0 and the gap exceeds the fine-tuning seed spread of both sides and, where
+a second pretraining run exists, the spread between the two runs. The floors say whether the
+protocol has the range to see pretraining at all: random init's SST-2 and STS-B medians, CoLA
+runs that predict one class, STS-B runs no better than predicting the mean (dev R^2 <= 0).
+"""
+
+import json
+import os
+from typing import Callable, Optional
+
+import numpy as np
+
+from teams_tf.benchmarking import replication
+from teams_tf.utils import atomic_files
+
+BOOTSTRAP_DRAWS = 1000
+# Floors of the protocol, from issue 55: random init must reach these dev medians.
+FLOORS = {'sst2': 0.78, 'stsb': 0.55}
+# (task, result, [D, N] dev indices) -> [D] headline metrics (`glue_metrics.resampled_headlines`).
+Resample = Callable[[str, dict, np.ndarray], np.ndarray]
+
+
+def _groups(protocol_dir: str) -> list[str]:
+  if not os.path.isdir(protocol_dir):
+    return []
+  names = [name for name in os.listdir(protocol_dir)
+           if os.path.isdir(os.path.join(protocol_dir, name))]
+  return sorted(names, key=lambda name: ('x_' in name, name))
+
+
+def seed_results(protocol: replication.FineTuneProtocol, group_dir: str, encoder: str,
+                 task: str) -> tuple[Optional[float], list[dict]]:
+  """(chosen rate, the committed results of seeds 1..N at it); (None, []) before it is chosen."""
+  rate = replication.choose_learning_rate(protocol, group_dir, encoder, task)
+  if rate is None:
+    return None, []
+  results = [replication.read_unit(group_dir, replication.Unit(encoder, task, rate, seed))
+             for seed in range(1, protocol.seeds + 1)]
+  return rate, [result for result in results if result is not None]
+
+
+def r_squared(result: dict) -> float:
+  """1 - dev MSE / dev label variance of a regression run: <= 0 is no better than the mean."""
+  predictions = np.asarray(result['dev_predictions'], np.float64)
+  labels = np.asarray(result['dev_labels'], np.float64)
+  return float(1 - np.mean((predictions - labels) ** 2) / np.var(labels))
+
+
+def _cell(task: str, results: list[dict], indices: np.ndarray, resample: Resample) -> dict:
+  values = [replication.headline(result) for result in results]
+  draws = np.mean([resample(task, result, indices) for result in results], axis=0)
+  cell = dict(seeds=len(values), values=values, median=float(np.median(values)),
+              mean=float(np.mean(values)), spread=float(max(values) - min(values)),
+              interval=[float(v) for v in np.percentile(draws, [2.5, 97.5])], draws=draws)
+  if task == 'stsb':
+    cell['r_squared'] = [r_squared(result) for result in results]
+  else:
+    cell['single_class_runs'] = sum(result.get('predicted_classes') == 1 for result in results)
+  return cell
+
+
+def _indices(results: list[dict], seed: int) -> np.ndarray:
+  examples = len(results[0]['dev_labels'])
+  return np.random.default_rng(seed).integers(0, examples, (BOOTSTRAP_DRAWS, examples))
+
+
+def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
+  """One row per (group, encoder) with finished seeds on some task; see the module docstring."""
+  protocol = replication.PROTOCOLS[protocol_name]
+  protocol_dir = os.path.join(out_dir, protocol_name)
+  cells = {}
+  indices = {}
+  for group in _groups(protocol_dir):
+    group_dir = os.path.join(protocol_dir, group)
+    for encoder in sorted(os.listdir(group_dir)):
+      if not os.path.isdir(os.path.join(group_dir, encoder)):
+        continue
+      for task_index, task in enumerate(protocol.tasks):
+        rate, results = seed_results(protocol, group_dir, encoder, task)
+        if not results or 'dev_predictions' not in results[0]:
+          continue
+        if task not in indices:
+          indices[task] = _indices(results, task_index)
+        cells[(group, encoder, task)] = dict(_cell(task, results, indices[task], resample),
+                                             learning_rate=rate)
+  random = {task: cells.get((replication_group, replication.RANDOM, task))
+            for task in protocol.tasks for replication_group in ('seed1',)}
+  found = []
+  for group, encoder in sorted({key[:2] for key in cells},
+                               key=lambda key: (('x_' in key[0], key[0]),
+                                                key[1] == replication.RANDOM, key[1])):
+    row = dict(group=group, encoder=encoder, tasks={})
+    for task in protocol.tasks:
+      cell = cells.get((group, encoder, task))
+      if cell is None:
+        continue
+      base = random[task]
+      if base is not None and encoder != replication.RANDOM:
+        gap_draws = cell['draws'] - base['draws']
+        cell['gap'] = cell['mean'] - base['mean']
+        cell['gap_interval'] = [float(v) for v in np.percentile(gap_draws, [2.5, 97.5])]
+        others = [cells[(other, encoder, task)]['mean'] for other in _groups(protocol_dir)
+                  if other != group and _budget(other) == _budget(group)
+                  and (other, encoder, task) in cells]
+        cell['pretraining_spread'] = (float(max(abs(cell['mean'] - m) for m in others))
+                                      if others else None)
+        cell['real'] = bool(cell['gap_interval'][0] > 0 and
+                            cell['gap'] > max(cell['spread'], base['spread'],
+                                              cell['pretraining_spread'] or 0.0))
+      row['tasks'][task] = {key: value for key, value in cell.items() if key != 'draws'}
+    found.append(row)
+  return found
+
+
+def _budget(group: str) -> str:
+  return group.rsplit('_seed', 1)[0] if '_seed' in group else ''
+
+
+def floors(found: list[dict]) -> dict:
+  """What the protocol's floors say over `rows`: random init's medians against `FLOORS`, BERT
+  CoLA runs predicting one class, STS-B runs at R^2 <= 0 (of all encoders)."""
+  random = next((row for row in found if row['encoder'] == replication.RANDOM), None)
+  checks = {}
+  for task, floor in FLOORS.items():
+    median = random and random['tasks'].get(task, {}).get('median')
+    checks[f'random_init_{task}'] = dict(floor=floor, median=median,
+                                         met=None if median is None else median >= floor)
+  bert = [row['tasks']['cola'] for row in found
+          if row['encoder'] == 'bert' and 'cola' in row['tasks']]
+  checks['bert_cola_single_class_runs'] = sum(cell['single_class_runs'] for cell in bert)
+  checks['stsb_runs_at_mean_prediction'] = sum(
+      sum(value <= 0 for value in row['tasks']['stsb']['r_squared'])
+      for row in found if 'stsb' in row['tasks'])
+  return checks
+
+
+def _pct(value: Optional[float]) -> str:
+  return '-' if value is None else f'{100 * value:.1f}'
+
+
+def markdown(protocol_name: str, found: list[dict], command: str) -> str:
+  protocol = replication.PROTOCOLS[protocol_name]
+  names = {'sst2': 'SST-2 acc', 'cola': 'CoLA MCC', 'stsb': 'STS-B Spearman'}
+  lines = [
+      f'# Fine-tuning the released encoders: protocol `{protocol_name}`', '',
+      f'`{command}`: dev headline metric x 100 of each release (benchmarks/encoders) and random '
+      f'init, {protocol.seeds} fine-tuning seeds at the rate chosen by seed 1 '
+      f'({"on a held-out train slice" if protocol.heldout_examples else "on dev"}) from '
+      f'{", ".join(replication.format_rate(r) for r in protocol.learning_rates)}; '
+      f'{protocol.epochs:g} epochs; heads: '
+      f'{", ".join(f"{t} {protocol.task_pooling(t)}" for t in protocol.tasks)}. '
+      'Cell: median over seeds [min, max] (95% bootstrap interval of the seed mean over dev '
+      'examples). Gap: seed mean minus random init\'s, paired 95% interval; **real** when the '
+      'interval is above 0 and the gap exceeds both sides\' seed spread and the spread between '
+      'two pretraining runs.', '',
+      '| group | encoder | ' + ' | '.join(names[t] for t in protocol.tasks) + ' |',
+      '|---|---|' + '---:|' * len(protocol.tasks)]
+  for row in found:
+    cells = []
+    for task in protocol.tasks:
+      cell = row['tasks'].get(task)
+      cells.append('-' if cell is None else
+                   f'{_pct(cell["median"])} [{_pct(min(cell["values"]))}, '
+                   f'{_pct(max(cell["values"]))}] ({_pct(cell["interval"][0])}, '
+                   f'{_pct(cell["interval"][1])})')
+    lines.append(f'| {row["group"]} | {replication.ENCODER_NAMES.get(row["encoder"], row["encoder"])}'
+                 f' | ' + ' | '.join(cells) + ' |')
+  lines += ['', '## Gap to random init', '',
+            '| group | encoder | ' + ' | '.join(names[t] for t in protocol.tasks) + ' |',
+            '|---|---|' + '---:|' * len(protocol.tasks)]
+  for row in found:
+    if row['encoder'] == replication.RANDOM:
+      continue
+    cells = []
+    for task in protocol.tasks:
+      cell = row['tasks'].get(task)
+      if cell is None or 'gap' not in cell:
+        cells.append('-')
+        continue
+      text = (f'{100 * cell["gap"]:+.1f} ({100 * cell["gap_interval"][0]:+.1f} to '
+              f'{100 * cell["gap_interval"][1]:+.1f})')
+      cells.append(f'**{text}**' if cell['real'] else text)
+    lines.append(f'| {row["group"]} | {replication.ENCODER_NAMES.get(row["encoder"], row["encoder"])}'
+                 f' | ' + ' | '.join(cells) + ' |')
+  checks = floors(found)
+  lines += ['', '## Floors', '']
+  for task, floor in FLOORS.items():
+    check = checks[f'random_init_{task}']
+    verdict = {None: 'not run yet', True: 'met', False: 'not met'}[check['met']]
+    lines.append(f'- random init {names[task]} median {_pct(check["median"])} against the floor '
+                 f'{_pct(floor)}: {verdict}.')
+  lines.append(f'- BERT CoLA runs predicting one class: {checks["bert_cola_single_class_runs"]}.')
+  lines.append(f'- STS-B runs at mean prediction (dev R^2 <= 0): '
+               f'{checks["stsb_runs_at_mean_prediction"]}.')
+  return '\n'.join(lines) + '\n'
+
+
+def write_report(out_dir: str, protocol_name: str, resample: Resample, command: str) -> str:
+  """Writes `<out_dir>/<protocol>/finetuning.md` and `.json`; returns the Markdown."""
+  found = rows(out_dir, protocol_name, resample)
+  text = markdown(protocol_name, found, command)
+  protocol_dir = os.path.join(out_dir, protocol_name)
+  os.makedirs(protocol_dir, exist_ok=True)
+  atomic_files.write_text(os.path.join(protocol_dir, 'finetuning.md'), text)
+  atomic_files.write_json(os.path.join(protocol_dir, 'finetuning.json'),
+                          dict(protocol=protocol_name, rows=found, floors=floors(found)))
+  return text

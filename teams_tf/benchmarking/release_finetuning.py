@@ -1,0 +1,121 @@
+"""GLUE fine-tuning of the released encoders under one protocol, as the replication's units.
+
+The releases in `benchmarks/encoders` (`released_runs`) fall into groups of one budget and one
+pretraining seed (`bert_seed1`, `teams_seed1`, ... form `seed1`; `bert_3x_seed1` forms
+`3x_seed1`). Each group is a `replication.Replication` whose encoders are the objectives of its
+releases, each unpacked into a model_dir (`releases.resolve_model_dir`, the caller's `unpack`);
+the `seed1` group also holds random init, in the shape of its BERT release (random init does not
+depend on a pretraining run, so one set of runs serves every group). Units are the
+replication's: seed 1 at each rate of the protocol's grid, then seeds 2..N at the chosen rate, one
+committed result each, in `<out_dir>/<protocol>/<group>/<objective>/<task>_lr<rate>_seed<k>.json`;
+their sweeps run in `<work_dir>/finetuning_<protocol>/...` and the GLUE records are converted
+once per protocol with the releases' vocabulary (`replication.prepare_glue`).
+"""
+
+import collections
+import dataclasses
+import os
+from typing import Callable
+
+from teams_tf.benchmarking import released_runs
+from teams_tf.benchmarking import replication
+
+# The group random init joins: the base budget, the first pretraining seed.
+RANDOM_GROUP = 'seed1'
+
+
+def group_name(budget: str, seed: int) -> str:
+  """('', 1) -> 'seed1'; ('_3x', 2) -> '3x_seed2'."""
+  return f'{budget.lstrip("_")}_seed{seed}' if budget else f'seed{seed}'
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+  """Releases of one budget and pretraining seed.
+
+  Attributes:
+    name: `group_name`.
+    releases: objective -> its release directory.
+    train_flops: the largest training FLOPs of the releases (each stops at the budget, within a
+      step), recorded in every unit's settings.
+    seed: the pretraining seed.
+  """
+  name: str
+  releases: dict[str, str]
+  train_flops: float
+  seed: int
+
+
+def groups(release_root: str) -> list[Group]:
+  """The releases under `release_root`, grouped; base budget first, then by seed.
+
+  Raises:
+    ValueError: releases of other vocabularies (their GLUE records would differ).
+  """
+  found = released_runs.releases_in(release_root)
+  vocabularies = {release['sha256']['vocab.txt'] for release in found.values()}
+  if len(vocabularies) > 1:
+    raise ValueError(f'The releases in {release_root} have {len(vocabularies)} vocabularies; '
+                     'fine-tune the releases of one vocabulary at a time (another --release_dir).')
+  members = collections.defaultdict(dict)
+  for name, release in found.items():
+    objective, budget, seed = released_runs.parse_run(name)
+    members[(budget, seed)][objective] = (os.path.join(release_root, name), release)
+  found_groups = []
+  for budget, seed in sorted(members, key=lambda key: (key[0] != '', key)):
+    runs = members[(budget, seed)]
+    found_groups.append(Group(
+        group_name(budget, seed), {objective: path for objective, (path, _) in runs.items()},
+        max(release['train_flops'] for _, release in runs.values()), seed))
+  return found_groups
+
+
+def encoders(group: Group) -> list[str]:
+  """What a group fine-tunes: its objectives in the replication's order, then random init."""
+  order = [encoder for encoder in replication.ENCODERS if encoder in group.releases]
+  order += sorted(set(group.releases) - set(order))
+  random = group.name == RANDOM_GROUP and replication.SHAPE_FROM in group.releases
+  return order + ([replication.RANDOM] if random else [])
+
+
+def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, work_dir: str,
+            convert: Callable[..., None], unpack: Callable[[str], str],
+            log=print) -> list[replication.Replication]:
+  """One `replication.Replication` per group, its GLUE records converted and its committed
+  results checked (`replication.check_committed`).
+
+  Args:
+    protocol_name: a key of `replication.PROTOCOLS`.
+    release_root: the releases (benchmarks/encoders).
+    glue_dir: the GLUE download.
+    out_dir: committed results go to `<out_dir>/<protocol_name>/<group>/`.
+    work_dir: records and sweeps.
+    convert: as for `replication.prepare_glue`.
+    unpack: a release directory -> a model_dir of it (`releases.resolve_model_dir`).
+
+  Raises:
+    ValueError: an unknown protocol, no release, releases of several vocabularies, or
+      what `replication.prepare_glue` and `check_committed` raise.
+  """
+  if protocol_name not in replication.PROTOCOLS:
+    raise ValueError(f'Unknown protocol {protocol_name!r}; use one of '
+                     f'{", ".join(replication.PROTOCOLS)}.')
+  protocol = replication.PROTOCOLS[protocol_name]
+  found = groups(release_root)
+  if not found:
+    raise ValueError(f'No release in {release_root}; make them with tools/release_encoders.py.')
+  first = next(iter(found[0].releases.values()))
+  vocab_file = os.path.join(first, 'vocab.txt')
+  with open(vocab_file) as f:
+    vocab_size = sum(1 for line in f if line.strip())
+  data_dir = replication.glue_data_dir(work_dir, vocab_size, protocol)
+  replication.prepare_glue(protocol, glue_dir, vocab_file, data_dir, convert, log=log)
+  runs = []
+  for group in found:
+    run_dirs = {objective: unpack(path) for objective, path in group.releases.items()}
+    runs.append(replication.Replication(
+        protocol, os.path.join(out_dir, protocol_name, group.name),
+        os.path.join(work_dir, f'finetuning_{protocol_name}'), data_dir, run_dirs,
+        group.train_flops, group.seed))
+    replication.check_committed(runs[-1], encoders(group))
+  return runs

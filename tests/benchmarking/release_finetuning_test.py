@@ -1,0 +1,144 @@
+"""Fine-tuning the releases: groups of budget and seed, units per group, the report's intervals."""
+
+import json
+import os
+from unittest import mock
+
+import numpy as np
+import tensorflow as tf
+
+from teams_tf.benchmarking import finetuning_report
+from teams_tf.benchmarking import release_finetuning
+from teams_tf.benchmarking import replication
+from teams_tf.finetuning import glue_metrics
+
+_DEV = 200
+
+
+def _release(root, name, flops, vocab='v1'):
+  path = os.path.join(root, name)
+  os.makedirs(path)
+  with open(os.path.join(path, 'vocab.txt'), 'w') as f:
+    f.write('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a', 'b']) + '\n')
+  with open(os.path.join(path, 'release.json'), 'w') as f:
+    json.dump(dict(train_flops=flops, sha256={'vocab.txt': vocab}), f)
+
+
+class FakeSweep:
+  """Writes a sweep result whose dev predictions are right with probability `skill[encoder]`."""
+
+  def __init__(self, skill):
+    self.skill = skill
+    self.calls = []
+
+  def __call__(self, fields):
+    self.calls.append(fields)
+    (task,), seed = fields['tasks'], int(fields['seeds'].rstrip(','))
+    encoder = fields['output_dir'].split(os.sep)[-3]
+    rng = np.random.default_rng(seed)
+    labels = np.random.default_rng(0).integers(0, 2, _DEV)
+    right = rng.random(_DEV) < self.skill[encoder]
+    predictions = np.where(right, labels, 1 - labels)
+    if task == 'stsb':
+      labels = labels * 5.0
+      predictions = np.where(right, labels, 5.0 - labels) + rng.normal(0, 0.1, _DEV)
+    result = dict(task=task, seed=seed, headline_metric=glue_metrics.headline_metric(task),
+                  metrics=glue_metrics.compute(task, predictions, labels),
+                  predicted_classes=None if task == 'stsb' else len(set(predictions)),
+                  dev_predictions=glue_metrics.encode_outputs(task, predictions),
+                  dev_labels=glue_metrics.encode_outputs(task, labels),
+                  selection=dict(step=1, epochs=[dict(step=1, value=0.5)]))
+    run_dir = os.path.join(fields['output_dir'], task, f'seed_{seed}')
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, 'result.json'), 'w') as f:
+      json.dump(result, f)
+
+
+class ReleaseFinetuningTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = self.get_temp_dir()
+    self.releases = os.path.join(self.root, 'encoders')
+    for name, flops in (('bert_seed1', 9.0), ('teams_seed1', 8.9), ('teams_seed2', 8.95),
+                        ('bert_3x_seed1', 27.0)):
+      _release(self.releases, name, flops)
+
+  def _unpack(self, path):
+    model_dir = os.path.join(self.root, 'unpacked', os.path.basename(path))
+    os.makedirs(model_dir, exist_ok=True)
+    with open(os.path.join(model_dir, 'checkpoint'), 'w'):
+      pass
+    return model_dir
+
+  def _prepare(self, protocol='pooled'):
+    glue_dir = os.path.join(self.root, 'glue')
+    for folder in ('SST-2', 'CoLA', 'STS-B'):
+      os.makedirs(os.path.join(glue_dir, folder), exist_ok=True)
+
+    def write_meta(**kwargs):
+      os.makedirs(kwargs['output_dir'], exist_ok=True)
+      with open(os.path.join(kwargs['output_dir'], 'meta_data.json'), 'w') as f:
+        json.dump(dict(kwargs, heldout_data_size=kwargs['heldout_examples'],
+                       train_label_mean=2.5, train_label_std=1.5), f)
+
+    convert = mock.Mock(side_effect=write_meta)
+    runs = release_finetuning.prepare(protocol, self.releases, glue_dir, os.path.join(
+        self.root, 'out'), os.path.join(self.root, 'work'), convert, self._unpack,
+                                      log=lambda _: None)
+    return runs, convert
+
+  def test_releases_group_by_budget_and_seed_and_random_init_joins_the_first(self):
+    groups = release_finetuning.groups(self.releases)
+    self.assertEqual(['seed1', 'seed2', '3x_seed1'], [group.name for group in groups])
+    self.assertEqual((['bert', 'teams'], 9.0), (sorted(groups[0].releases), groups[0].train_flops))
+    self.assertEqual(['bert', 'teams', 'random'], release_finetuning.encoders(groups[0]))
+    self.assertEqual(['teams'], release_finetuning.encoders(groups[1]))
+    self.assertEqual(['bert'], release_finetuning.encoders(groups[2]))
+    runs, convert = self._prepare()
+    self.assertEqual(os.path.join(self.root, 'out', 'pooled', '3x_seed1'), runs[2].out_dir)
+    self.assertEqual((27.0, 1), (runs[2].max_train_flops, runs[2].pretraining_seed))
+    self.assertEqual(os.path.join(self.root, 'work', 'glue_7_heldout1000'), runs[0].data_dir)
+    self.assertEqual(1000, convert.call_args.kwargs['heldout_examples'])
+    self.assertEqual(self._unpack(os.path.join(self.releases, 'teams_seed2')),
+                     runs[1].run_dirs['teams'])
+
+  def test_bad_release_sets_are_one_clear_error(self):
+    with self.assertRaisesRegex(ValueError, "Unknown protocol 'best'; use one of cls_head"):
+      self._prepare('best')
+    _release(self.releases, 'mws_seed1', 9.0, vocab='v2')
+    with self.assertRaisesRegex(ValueError, 'have 2 vocabularies'):
+      self._prepare()
+
+  def test_report_gives_intervals_gaps_and_floors(self):
+    runs, _ = self._prepare()
+    fake = FakeSweep({'bert': 0.9, 'teams': 0.55, 'random': 0.5})
+    protocol = replication.PROTOCOLS['pooled']
+    for run, group in zip(runs[:1], release_finetuning.groups(self.releases)):
+      replication.run(run, release_finetuning.encoders(group), fake, lambda: '', log=lambda _: 0)
+    # Three rates for seed 1, four more seeds: per encoder and task.
+    self.assertLen(fake.calls, 3 * 3 * (len(protocol.learning_rates) + protocol.seeds - 1))
+    out_dir = os.path.join(self.root, 'out')
+    text = finetuning_report.write_report(out_dir, 'pooled', glue_metrics.resampled_headlines,
+                                          'python tools/benchmark_finetuning.py')
+    with open(os.path.join(out_dir, 'pooled', 'finetuning.json')) as f:
+      report = json.load(f)
+    rows = {row['encoder']: row for row in report['rows']}
+    bert, teams = rows['bert']['tasks']['sst2'], rows['teams']['tasks']['sst2']
+    low, high = bert['interval']
+    self.assertLess(low, np.mean(bert['values']))
+    self.assertGreater(high, np.mean(bert['values']))
+    # Accuracy over 200 examples near 0.9: a 95% interval about 2 x 1.96 x 0.021 / sqrt(5) wide.
+    self.assertAllClose(2 * 1.96 * np.sqrt(0.09 / _DEV / 5), high - low, rtol=0.35)
+    self.assertTrue(bert['real'])
+    self.assertFalse(teams['real'])  # 0.05 above chance is within the noise of 200 examples.
+    self.assertFalse(report['floors']['random_init_sst2']['met'])
+    self.assertEqual(0, report['floors']['bert_cola_single_class_runs'])
+    # STS-B scores flipped for about half the pairs (random init, TEAMS): R^2 below 0.
+    self.assertEqual(2 * protocol.seeds, report['floors']['stsb_runs_at_mean_prediction'])
+    self.assertRegex(text, r'\| seed1 \| BERT \| 9\d\.\d \[\d+\.\d, \d+\.\d\] \(')
+    self.assertIn('random init SST-2 acc median 48.5 against the floor 78.0: not met.', text)
+
+
+if __name__ == '__main__':
+  tf.test.main()
