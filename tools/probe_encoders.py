@@ -3,6 +3,7 @@
   python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
   python tools/probe_encoders.py --task=stsb --pooling=pair  # sentence similarity
   python tools/probe_encoders.py --encoders=electra --learning_dir=L --out_dir=O  # other runs
+  python tools/probe_encoders.py --releases=all --task=cola  # the releases, to benchmarks/finetuning
 
 Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
 GLUE records of `tools/replicate.py` (run it first), and writes
@@ -11,6 +12,11 @@ logistic regression (STS-B: the Spearman correlation of a ridge regression) on i
 embeddings and on each layer's output (`teams_tf/benchmarking/probing.py`). The random-init
 encoder has BERT-mini's shape, seed 0. The probed encoders' rows are put into the report already
 there, so probing one new encoder keeps the others' rows.
+
+With --releases, the encoders are releases of --release_dir (tools/release_encoders.py), one row
+each, and random init in the first one's shape; the records are tools/benchmark_finetuning.py's
+(train without its held-out slice), the report goes to benchmarks/finetuning, and CoLA is scored
+by Matthews correlation.
 """
 
 import os
@@ -26,8 +32,10 @@ from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.benchmarking import pretrain_report
 from teams_tf.benchmarking import probing
+from teams_tf.benchmarking import release_finetuning
 from teams_tf.benchmarking import replication
 from teams_tf.serving import loaders
+from teams_tf.training import releases
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,10 +52,70 @@ _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'rep
 _LEARNING_DIR = flags.DEFINE_string(
     'learning_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
     "Pretraining results (benchmark_learning.py's --out_dir), e.g. another budget's or seed's.")
+_RELEASES = flags.DEFINE_list('releases', None, "Releases of --release_dir to probe ('all': "
+                              'every one) instead of the learning benchmark\'s runs.')
+_RELEASE_DIR = flags.DEFINE_string('release_dir', os.path.join(_ROOT, 'benchmarks', 'encoders'),
+                                   'Releases (tools/release_encoders.py).')
+_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_finetuning',
+                                "tools/benchmark_finetuning.py's --work_dir (its GLUE records).")
+
+
+def _probe(model_dir, random_init, task_dir):
+  """The probe row of the kept encoder of `model_dir` (fresh weights, seed 0, if `random_init`)."""
+  regression = _TASK.value in probing.REGRESSION_TASKS
+  train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
+                                     replication.FineTuneProtocol().max_seq_length,
+                                     label_type='float' if regression else 'int')
+                for split in ('train', 'dev'))
+  encoder, config, _, _ = loaders.restore_pretrained_encoder(model_dir)
+  if random_init:
+    tf_keras.utils.set_random_seed(0)
+    encoder = encoder_configs.build_encoder(config)
+  return probing.probe(encoder, train, dev, _POOLING.value, regression,
+                       matthews=_RELEASES.value is not None and
+                       _TASK.value in probing.MATTHEWS_TASKS)
+
+
+def _release_rows():
+  """Probes the releases and random init; returns (rows, the task's records)."""
+  found = release_finetuning.groups(_RELEASE_DIR.value)
+  paths = {os.path.basename(path): path for group in found for path in group.releases.values()}
+  names = sorted(paths) if _RELEASES.value == ['all'] else _RELEASES.value
+  unknown = sorted(set(names) - set(paths))
+  if unknown or not names:
+    raise ValueError(f'--releases: {", ".join(unknown) or "none"} not in {_RELEASE_DIR.value} '
+                     f'(it has {", ".join(sorted(paths)) or "no release"}).')
+  with open(os.path.join(paths[names[0]], 'vocab.txt')) as f:
+    vocab_size = sum(1 for line in f if line.strip())
+  task_dir = os.path.join(replication.glue_data_dir(
+      _WORK_DIR.value, vocab_size, replication.PROTOCOLS['pooled']), _TASK.value)
+  rows = {}
+  for name in names + [replication.RANDOM]:
+    model_dir = releases.resolve_model_dir(paths[name if name in paths else names[0]])
+    row = rows[replication.ENCODER_NAMES.get(name, name)] = _probe(
+        model_dir, name == replication.RANDOM, task_dir)
+    print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
+  return rows, task_dir
 
 
 def main(argv):
   del argv
+  if _RELEASES.value is not None:
+    out_dir = (_OUT_DIR.value if _OUT_DIR.present else
+               os.path.join(_ROOT, 'benchmarks', 'finetuning'))
+    try:
+      scores, task_dir = _release_rows()
+    except ValueError as e:
+      sys.exit(f'error: {" ".join(str(e).split())}')
+    scores = probing.merge_scores(out_dir, _TASK.value, _POOLING.value, scores,
+                                  sorted(scores, key=lambda name: name == 'random init'))
+    pretrain_report.write_results(
+        out_dir, probing.result_name(_TASK.value, _POOLING.value),
+        probing.markdown(scores, _TASK.value, _POOLING.value, task_dir,
+                         command_lines.tool_command(__file__, (_TASK, _POOLING, _RELEASES),
+                                                    always=(_TASK,))),
+        dict(scores=scores, pooling=_POOLING.value))
+    return
   results = learning.load_results(_LEARNING_DIR.value)
   sources = {name: replication.SHAPE_FROM if name == replication.RANDOM else name
              for name in _ENCODERS.value}
@@ -59,21 +127,12 @@ def main(argv):
     setup = learning.Setup(**results[sources[_ENCODERS.value[0]]]['setup'])
     task_dir = os.path.join(replication.glue_data_dir(setup.work_dir, setup.vocab_size),
                             _TASK.value)
-    regression = _TASK.value in probing.REGRESSION_TASKS
-    train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
-                                       replication.FineTuneProtocol().max_seq_length,
-                                       label_type='float' if regression else 'int')
-                  for split in ('train', 'dev'))
     scores = {}
     for name, source in sources.items():
       run_dir = learning.final_run_dir(learning.Setup(**results[source]['setup']), source,
                                        results[source])
-      encoder, config, _, _ = loaders.restore_pretrained_encoder(run_dir)
-      if name == replication.RANDOM:
-        tf_keras.utils.set_random_seed(0)
-        encoder = encoder_configs.build_encoder(config)
-      row = scores[replication.ENCODER_NAMES[name]] = probing.probe(
-          encoder, train, dev, _POOLING.value, regression)
+      row = scores[replication.ENCODER_NAMES[name]] = _probe(
+          run_dir, name == replication.RANDOM, task_dir)
       print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')

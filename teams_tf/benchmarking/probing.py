@@ -23,6 +23,7 @@ import os
 import numpy as np
 from scipy import stats
 from sklearn import linear_model
+from sklearn import metrics
 from sklearn import preprocessing
 import tensorflow as tf
 
@@ -33,6 +34,9 @@ _ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 POOLINGS = ('mean', 'cls', 'pair')
 # Tasks whose label is a score: probed by a ridge regression, scored by Spearman correlation.
 REGRESSION_TASKS = ('stsb',)
+# Classification tasks scored by another metric than accuracy (their GLUE headline).
+MATTHEWS_TASKS = ('cola',)
+METRIC_NAMES = {'cola': 'Matthews correlation'}
 
 
 def glue_records(path: str, seq_length: int, batch_size: int = 256,
@@ -103,17 +107,19 @@ def layer_features(encoder, dataset: tf.data.Dataset,
 
 def probe_score(train_features: np.ndarray, train_labels: np.ndarray,
                 dev_features: np.ndarray, dev_labels: np.ndarray,
-                regression: bool = False) -> float:
+                regression: bool = False, matthews: bool = False) -> float:
   """Dev score of a linear model learned on standardized train features [N, H].
 
-  A logistic regression scored by accuracy, or with `regression` a ridge regression (its
-  penalty chosen by leave-one-out on train) scored by Spearman correlation, 0 when the dev
-  predictions are constant.
+  A logistic regression scored by accuracy (with `matthews`, by Matthews correlation, CoLA's
+  metric), or with `regression` a ridge regression (its penalty chosen by leave-one-out on
+  train) scored by Spearman correlation, 0 when the dev predictions are constant.
   """
   scaler = preprocessing.StandardScaler().fit(train_features)
   train_x, dev_x = scaler.transform(train_features), scaler.transform(dev_features)
   if not regression:
     classifier = linear_model.LogisticRegression(max_iter=2000).fit(train_x, train_labels)
+    if matthews:
+      return float(metrics.matthews_corrcoef(dev_labels, classifier.predict(dev_x)))
     return float(classifier.score(dev_x, dev_labels))
   regressor = linear_model.RidgeCV(alphas=np.logspace(-2, 5, 15)).fit(train_x, train_labels)
   predictions = regressor.predict(dev_x)
@@ -123,7 +129,7 @@ def probe_score(train_features: np.ndarray, train_labels: np.ndarray,
 
 
 def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset, pooling: str = 'mean',
-          regression: bool = False) -> list[float]:
+          regression: bool = False, matthews: bool = False) -> list[float]:
   """Dev score (`probe_score`) of a probe on the embeddings and each layer, bottom first.
 
   Raises:
@@ -131,7 +137,7 @@ def probe(encoder, train: tf.data.Dataset, dev: tf.data.Dataset, pooling: str = 
   """
   train_layers, train_labels = layer_features(encoder, train, pooling)
   dev_layers, dev_labels = layer_features(encoder, dev, pooling)
-  return [probe_score(train_x, train_labels, dev_x, dev_labels, regression)
+  return [probe_score(train_x, train_labels, dev_x, dev_labels, regression, matthews)
           for train_x, dev_x in zip(train_layers, dev_layers)]
 
 
@@ -175,9 +181,10 @@ def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: 
   column per layer (x 100)."""
   regression = task in REGRESSION_TASKS
   preamble = (f'`{command}`: dev '
-              f'{"Spearman correlation" if regression else "accuracy"} x 100 of a '
+              f'{"Spearman correlation" if regression else METRIC_NAMES.get(task, "accuracy")}'
+              ' x 100 of a '
               f'{"ridge" if regression else "logistic"} regression on frozen features of each '
-              'encoder of the mini replication: its word embeddings and each layer\'s output, '
+              'encoder: its word embeddings and each layer\'s output, '
               + ('mean-pooled and at [CLS] respectively' if pooling == 'cls' else _POOLED[pooling])
               + f' ({data_dir}; `teams_tf/benchmarking/probing.py`).')
   depth = max(len(row) for row in scores.values())

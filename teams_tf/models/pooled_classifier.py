@@ -22,8 +22,12 @@ def _named_inputs(network):
 
 
 class PooledClassifier(tf_keras.Model):
-  """Encoder (once, or once per segment for a `SIAMESE` pooling) -> `TokenPooling` -> dropout
-  (not on a cosine) -> dense [num_classes] (-> label units, regression).
+  """Encoder -> `TokenPooling` -> dropout -> dense [num_classes] (-> label units, regression);
+  or for a `SIAMESE` pooling (regression only) the encoder once per segment and the prediction
+  `similarity_scale` * cos(u, v), with no head weights: Sentence-BERT's regression objective
+  (Section 3; STS-B's 0-5 labels over a cosine in [0, 1]). A learned scale and offset on a
+  cosine would start near 0 and, at fine-tuning rates, move about 1e-4 a step: far too slowly
+  to map cosines near 0.9 +- 0.07 onto labels 2.7 +- 1.5, so the encoder would see no gradient.
 
   Inputs: the encoder's dict of int32 [B, T] `input_word_ids`, `input_mask`, `input_type_ids`.
   Outputs: [B, num_classes] logits; [B, 1] predictions in label units when `num_classes` is 1.
@@ -31,27 +35,31 @@ class PooledClassifier(tf_keras.Model):
 
   def __init__(self, network: tf_keras.Model, num_classes: int, pooling: str = 'mean',
                dropout_rate: float = 0.1, initializer='glorot_uniform',
-               regression_mean: float = 0.0, regression_std: float = 1.0, **kwargs):
+               regression_mean: float = 0.0, regression_std: float = 1.0,
+               similarity_scale: float = 5.0, **kwargs):
     if regression_std <= 0:
       raise ValueError(f'regression_std={regression_std} must be positive.')
     inputs = _named_inputs(network)
     pool = token_pooling.TokenPooling(pooling, name='token_pooling')
     if pooling in token_pooling.SIAMESE:
+      if num_classes != 1:
+        raise ValueError(f'pooling={pooling!r} predicts a similarity score: it needs '
+                         f'num_classes=1 (a regression task such as STS-B), not {num_classes}.')
       first, second = (network(dict(inputs, input_mask=mask))['sequence_output'] for mask in
                        token_pooling.segment_masks(inputs['input_mask'],
                                                    inputs['input_type_ids']))
-      pooled = pool(first, inputs['input_mask'], inputs['input_type_ids'], second)
+      cosine = pool(first, inputs['input_mask'], inputs['input_type_ids'], second)
+      outputs = tf_keras.layers.Rescaling(similarity_scale, name='label_units')(
+          tf.cast(cosine, tf.float32))
     else:
       pooled = pool(network(inputs)['sequence_output'], inputs['input_mask'],
                     inputs['input_type_ids'])
-    if pooling not in token_pooling.SIAMESE:
-      # Not on one cosine: dropping it would drop the whole input of the head.
       pooled = tf_keras.layers.Dropout(dropout_rate)(pooled)
-    outputs = tf_keras.layers.Dense(num_classes, kernel_initializer=initializer,
-                                    name='sentence_prediction')(pooled)
-    if num_classes == 1:
-      outputs = tf_keras.layers.Rescaling(regression_std, regression_mean,
-                                          name='label_units')(tf.cast(outputs, tf.float32))
+      outputs = tf_keras.layers.Dense(num_classes, kernel_initializer=initializer,
+                                      name='sentence_prediction')(pooled)
+      if num_classes == 1:
+        outputs = tf_keras.layers.Rescaling(regression_std, regression_mean,
+                                            name='label_units')(tf.cast(outputs, tf.float32))
     super().__init__(inputs=inputs, outputs=outputs, **kwargs)
     self._network = network
 

@@ -39,11 +39,14 @@ class ModelConfig(sentence_prediction.ModelConfig):
       [u, v, |u - v|, u * v] of the two segments' means) or 'siamese_cosine' (the cosine of
       the means of the segments encoded apart, Sentence-BERT's regression head), see
       `layers.token_pooling`.
+    similarity_scale: 'siamese_cosine' only: predictions are similarity_scale * cos(u, v)
+      (Sentence-BERT: STS-B's 0-5 labels over a cosine in [0, 1]), with no head weights.
     regression_mean, regression_std: `num_classes` 1 only: predictions are
       `regression_std * output + regression_mean` and the loss is the squared error over
       `regression_std`^2, i.e. regression on standardized targets; (0, 1) is Model Garden's.
   """
   pooling: str = 'cls'
+  similarity_scale: float = 5.0
   regression_mean: float = 0.0
   regression_std: float = 1.0
 
@@ -85,7 +88,8 @@ class SentencePredictionTask(sentence_prediction.SentencePredictionTask):
         dropout_rate=model.encoder.get().dropout_rate,
         initializer=tf_keras.initializers.TruncatedNormal(
             stddev=model.encoder.get().initializer_range),
-        regression_mean=model.regression_mean, regression_std=model.regression_std)
+        regression_mean=model.regression_mean, regression_std=model.regression_std,
+        similarity_scale=model.similarity_scale)
 
   def _paired_labels(self, labels: dict) -> dict:
     """`labels` with the label field as [B, 1], the shape of a regression model's outputs."""

@@ -1,5 +1,6 @@
 """Linear probes of frozen encoders (`tools/probe_encoders.py`)."""
 
+import functools
 import json
 import os
 
@@ -154,6 +155,18 @@ class ProbingTest(tf.test.TestCase):
     self.assertAlmostEqual(
         0.0, probing.probe_score(features[:1000], scores[:1000], features[1000:],
                                  scores[1000:], regression=True), delta=0.1)
+
+  def test_matthews_probe_scores_cola_as_glue_does(self):
+    rng = np.random.default_rng(2)
+    # 70% of the examples acceptable, as in CoLA: unrelated features get the majority's accuracy
+    # but no correlation; features that are the label get both.
+    labels = (rng.random(2000) < 0.7).astype(int)
+    noise = rng.normal(size=(2000, 3))
+    for features, accuracy, matthews in ((noise, 0.7, 0.0), (np.c_[labels, noise], 1.0, 1.0)):
+      score = functools.partial(probing.probe_score, features[:1000], labels[:1000],
+                                features[1000:], labels[1000:])
+      self.assertAlmostEqual(accuracy, score(), delta=0.05)
+      self.assertAlmostEqual(matthews, score(matthews=True), delta=0.05)
 
   def test_regression_probe_is_the_spearman_correlation_of_a_ridge_fit(self):
     rng = np.random.default_rng(4)

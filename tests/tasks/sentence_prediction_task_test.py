@@ -90,8 +90,7 @@ class PooledHeadTest(tf.test.TestCase):
   def test_default_head_is_model_garden_and_pooled_heads_read_the_tokens(self):
     self.assertIsInstance(_task(2).build_model(), models.BertClassifier)
     hidden = testing_utils.tiny_encoder_config().hidden_size
-    for pooling, width in (('mean', hidden), ('segment_pair', 4 * hidden),
-                           ('siamese_cosine', 1)):
+    for pooling, width in (('mean', hidden), ('segment_pair', 4 * hidden)):
       model = _task(2, pooling=pooling).build_model()
       self.assertIsInstance(model, pooled_classifier.PooledClassifier)
       self.assertEqual([width, 2], model.get_layer('sentence_prediction').kernel.shape.as_list())
@@ -109,10 +108,12 @@ class PooledHeadTest(tf.test.TestCase):
     self.assertAllClose(np.mean(((predictions.numpy()[:, 0] - labels) / 1.5) ** 2),
                         task.build_losses(batch, predictions), rtol=1e-5)
 
-  def test_siamese_head_encodes_each_segment_without_the_other(self):
+  def test_siamese_head_is_the_scaled_cosine_of_each_segment_encoded_alone(self):
     tf_keras.utils.set_random_seed(2)
     model = _task(1, pooling='siamese_cosine', regression_mean=2.7,
                   regression_std=1.5).build_model()
+    self.assertEmpty(model.trainable_weights[len(
+        model.checkpoint_items['encoder'].trainable_weights):])  # No head weights.
     batch = _batch(np.zeros(_BATCH, np.float32))
     predictions = model(batch, training=False).numpy()[:, 0]
     # The same prediction from the encoder run once per segment, by hand.
@@ -125,17 +126,17 @@ class PooledHeadTest(tf.test.TestCase):
       means.append(outputs[:, types[0] == segment].mean(axis=1))
     cosine = (means[0] * means[1]).sum(-1) / np.linalg.norm(means[0], axis=-1) / np.linalg.norm(
         means[1], axis=-1)
-    kernel, bias = model.get_layer('sentence_prediction').get_weights()
-    self.assertAllClose(2.7 + 1.5 * (cosine * kernel[0, 0] + bias[0]), predictions, rtol=1e-4,
-                        atol=1e-5)
-    # Segment A's words do not reach segment B's vector: new A tokens move u only.
+    self.assertAllClose(5.0 * cosine, predictions, rtol=1e-4, atol=1e-5)
+    # Segment A's words do not reach segment B's vector.
     changed = dict(batch, input_word_ids=tf.where(types == 0, 4, batch['input_word_ids']))
-    second = dict(changed, input_mask=tf.constant((types == 1).astype(np.int32)))
+    second = tf.constant((types == 1).astype(np.int32))
     self.assertAllClose(
-        encoder(dict(batch, input_mask=second['input_mask']),
-                training=False)['sequence_output'].numpy()[:, types[0] == 1],
-        encoder(second, training=False)['sequence_output'].numpy()[:, types[0] == 1],
-        atol=1e-5)
+        encoder(dict(batch, input_mask=second), training=False)['sequence_output'].numpy()[
+            :, types[0] == 1],
+        encoder(dict(changed, input_mask=second), training=False)['sequence_output'].numpy()[
+            :, types[0] == 1], atol=1e-5)
+    with self.assertRaisesRegex(ValueError, 'needs num_classes=1'):
+      _task(2, pooling='siamese_cosine').build_model()
 
   def test_init_checkpoint_restores_the_encoder_under_a_pooled_head(self):
     tf_keras.utils.set_random_seed(1)
