@@ -54,7 +54,6 @@ class TextClassifierTest(tf.test.TestCase):
     first, second = utils.tokenize(utils.TEXTS), utils.tokenize(_HYPOTHESES)
     cls.pair_ids = utils.stack([utils.pack([a, b], _SEQ_LENGTH, 'round_robin')
                                 for a, b in zip(first, second)])
-    cls.single_ids = utils.stack([utils.pack([a], _SEQ_LENGTH, 'round_robin') for a in first])
 
     # Raw-text GLUE data config: params.yaml holds the vocabulary and the text fields.
     cls.classifier_dir = os.path.join(cls.work_dir, 'classifier')
@@ -67,32 +66,33 @@ class TextClassifierTest(tf.test.TestCase):
                 seq_length=_SEQ_LENGTH))), cls.classifier_dir,
         dict(cls.pair_ids, label=np.array([0, 1, 2, 1])))
     # TFRecord GLUE data config: the vocabulary comes from the pretraining run's params.yaml.
-    # The regressor pools the tokens and predicts in label units (this project's head).
+    # The regressor encodes each sentence alone and predicts 5 x their cosine (this project's
+    # siamese head: two encoder passes in one graph).
     cls.regressor_dir = os.path.join(cls.work_dir, 'regressor')
     cls.regressor = utils.fine_tune(sentence_prediction_task.SentencePredictionTask(
         sentence_prediction_task.SentencePredictionConfig(
             init_checkpoint=pretrain_dir, validation_data=None,
             model=sentence_prediction_task.ModelConfig(
-                num_classes=1, encoder=_encoder_config(), pooling='mean', regression_mean=2.0,
-                regression_std=1.5),
+                num_classes=1, encoder=_encoder_config(), pooling='siamese_cosine',
+                regression_mean=2.0, regression_std=1.5),
             train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(
                 seq_length=_SEQ_LENGTH))), cls.regressor_dir,
-        dict(cls.single_ids, label_ids=np.array([0.5, 1.0, 4.0, 2.5], np.float32)))
+        dict(cls.pair_ids, label_ids=np.array([0.5, 1.0, 4.0, 2.5], np.float32)))
 
     export_dir = os.path.join(cls.work_dir, 'export')
     export_savedmodel.export_from_model_dir(
         'classifier', cls.classifier_dir, os.path.join(export_dir, 'classifier'))
     export_savedmodel.export_from_model_dir(
         'classifier', cls.regressor_dir, os.path.join(export_dir, 'regressor'),
-        text_fields=['sentence'])
+        text_fields=list(_FIELDS))
     os.remove(vocab_file)  # The SavedModels must carry their own copy.
     cls.served = utils.run_in_fresh_process(_SERVE, dict(runs=dict(
         classifier=dict(path=os.path.join(export_dir, 'classifier'),
                         texts=dict(premise=utils.TEXTS, hypothesis=_HYPOTHESES),
                         ids={k: v.tolist() for k, v in cls.pair_ids.items()}),
         regressor=dict(path=os.path.join(export_dir, 'regressor'),
-                       texts=dict(sentence=utils.TEXTS),
-                       ids={k: v.tolist() for k, v in cls.single_ids.items()}))), cls.work_dir)
+                       texts=dict(premise=utils.TEXTS, hypothesis=_HYPOTHESES),
+                       ids={k: v.tolist() for k, v in cls.pair_ids.items()}))), cls.work_dir)
 
   @classmethod
   def tearDownClass(cls):
@@ -114,22 +114,19 @@ class TextClassifierTest(tf.test.TestCase):
     self.assertAllEqual(logits.argmax(-1), served['label'])
 
   def test_regressor_serves_a_score(self):
-    logits = self._keras_logits(self.regressor, self.single_ids)
+    logits = self._keras_logits(self.regressor, self.pair_ids)
     served = self.served['regressor']['text']
     self.assertEqual({'score'}, set(served))
     self.assertAllClose(logits[:, 0], served['score'], atol=1e-5, rtol=1e-6)
 
   def test_token_id_signature_matches_the_keras_model(self):
-    for name, model, ids in (('classifier', self.classifier, self.pair_ids),
-                             ('regressor', self.regressor, self.single_ids)):
-      # The regressor's scores are in the thousands after two SGD steps at 0.1: float32 there
-      # resolves 2e-4, hence the relative tolerance.
-      self.assertAllClose(self._keras_logits(model, ids), self.served[name]['token_ids'],
+    for name, model in (('classifier', self.classifier), ('regressor', self.regressor)):
+      self.assertAllClose(self._keras_logits(model, self.pair_ids), self.served[name]['token_ids'],
                           atol=1e-5, rtol=1e-6, msg=name)
 
   def test_text_fields_name_the_signature_inputs(self):
     self.assertEqual(sorted(_FIELDS), self.served['classifier']['inputs'])
-    self.assertEqual(['sentence'], self.served['regressor']['inputs'])
+    self.assertEqual(sorted(_FIELDS), self.served['regressor']['inputs'])
     self.assertEqual([], self.served['imported_project_modules'])
 
   def test_export_needs_text_fields_when_params_lack_them(self):
