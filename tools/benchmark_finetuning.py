@@ -56,12 +56,13 @@ def main(argv):
       runs = release_finetuning.prepare(
           _PROTOCOL.value, _RELEASE_DIR.value, _GLUE_DIR.value, _OUT_DIR.value, _WORK_DIR.value,
           glue.convert_tsv, releases.resolve_model_dir)
-      for group, run in zip(release_finetuning.groups(_RELEASE_DIR.value), runs):
-        if _GROUPS.value and group.name not in _GROUPS.value:
-          continue
-        encoders = [encoder for encoder in release_finetuning.encoders(group)
-                    if not _ENCODERS.value or encoder in _ENCODERS.value]
-        print(f'group {group.name}: {", ".join(encoders)}', flush=True)
+      work = [(run, [encoder for encoder in release_finetuning.encoders(group)
+                     if not _ENCODERS.value or encoder in _ENCODERS.value])
+              for group, run in zip(release_finetuning.groups(_RELEASE_DIR.value), runs)
+              if not _GROUPS.value or group.name in _GROUPS.value]
+      print(release_finetuning.outlook(work), flush=True)
+      for run, encoders in work:
+        print(f'group {os.path.basename(run.out_dir)}: {", ".join(encoders)}', flush=True)
         replication.run(run, encoders, sweep.run_fields, report)
     except ValueError as e:
       sys.exit(f'error: {" ".join(str(e).split())}')

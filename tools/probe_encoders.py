@@ -3,7 +3,7 @@
   python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
   python tools/probe_encoders.py --task=stsb --pooling=pair  # sentence similarity
   python tools/probe_encoders.py --encoders=electra --learning_dir=L --out_dir=O  # other runs
-  python tools/probe_encoders.py --releases=all --task=cola  # the releases, to benchmarks/finetuning
+  python tools/probe_encoders.py --releases=all --task=cola  # releases, to benchmarks/finetuning
 
 Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
 GLUE records of `tools/replicate.py` (run it first), and writes

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from teams_tf.benchmarking import probing
 from teams_tf.benchmarking import replication
 from teams_tf.utils import atomic_files
 
@@ -141,11 +142,44 @@ def floors(found: list[dict]) -> dict:
   return checks
 
 
+# The frozen probes beside the fine-tuning (`tools/probe_encoders.py --releases`): task, pooling.
+PROBES = (('sst2', 'mean'), ('cola', 'mean'), ('stsb', 'pair'))
+
+
+def _probe_lines(out_dir: str) -> list[str]:
+  """The probes' rows found in `out_dir`: the embeddings (random init's: the bag-of-random-words
+  floor) and each layer, per encoder."""
+  lines = []
+  for task, pooling in PROBES:
+    path = os.path.join(out_dir, probing.result_name(task, pooling) + '.json')
+    if not os.path.exists(path):
+      continue
+    with open(path) as f:
+      scores = json.load(f)['scores']
+    depth = max(len(row) for row in scores.values())
+    if not lines:
+      lines = ['', '## Frozen probes', '',
+               'A linear model on frozen features of each encoder (`tools/probe_encoders.py '
+               '--releases=all`): dev accuracy (SST-2, mean-pooled), Matthews correlation (CoLA, '
+               'mean-pooled), Spearman correlation of a ridge regression on [|u - v|, u * v] of '
+               'the two sentences\' means (STS-B) x 100; random init\'s embeddings column is the '
+               'bag-of-random-words floor, its layers the random-layer floor.']
+    lines += ['', f'| {task} ({pooling}) | embeddings | ' +
+              ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |', '|---|' + '---:|' * depth]
+    lines += [f'| {name} | ' + ' | '.join(f'{100 * value:.1f}' for value in row) + ' |'
+              for name, row in scores.items()]
+  return lines
+
+
+def _name(encoder: str) -> str:
+  return replication.ENCODER_NAMES.get(encoder, encoder)
+
+
 def _pct(value: Optional[float]) -> str:
   return '-' if value is None else f'{100 * value:.1f}'
 
 
-def markdown(protocol_name: str, found: list[dict], command: str) -> str:
+def markdown(protocol_name: str, found: list[dict], command: str, out_dir: str) -> str:
   protocol = replication.PROTOCOLS[protocol_name]
   names = {'sst2': 'SST-2 acc', 'cola': 'CoLA MCC', 'stsb': 'STS-B Spearman'}
   lines = [
@@ -170,8 +204,7 @@ def markdown(protocol_name: str, found: list[dict], command: str) -> str:
                    f'{_pct(cell["median"])} [{_pct(min(cell["values"]))}, '
                    f'{_pct(max(cell["values"]))}] ({_pct(cell["interval"][0])}, '
                    f'{_pct(cell["interval"][1])})')
-    lines.append(f'| {row["group"]} | {replication.ENCODER_NAMES.get(row["encoder"], row["encoder"])}'
-                 f' | ' + ' | '.join(cells) + ' |')
+    lines.append(f'| {row["group"]} | {_name(row["encoder"])} | ' + ' | '.join(cells) + ' |')
   lines += ['', '## Gap to random init', '',
             '| group | encoder | ' + ' | '.join(names[t] for t in protocol.tasks) + ' |',
             '|---|---|' + '---:|' * len(protocol.tasks)]
@@ -187,8 +220,8 @@ def markdown(protocol_name: str, found: list[dict], command: str) -> str:
       text = (f'{100 * cell["gap"]:+.1f} ({100 * cell["gap_interval"][0]:+.1f} to '
               f'{100 * cell["gap_interval"][1]:+.1f})')
       cells.append(f'**{text}**' if cell['real'] else text)
-    lines.append(f'| {row["group"]} | {replication.ENCODER_NAMES.get(row["encoder"], row["encoder"])}'
-                 f' | ' + ' | '.join(cells) + ' |')
+    lines.append(f'| {row["group"]} | {_name(row["encoder"])} | ' + ' | '.join(cells) + ' |')
+  lines += _probe_lines(out_dir)
   checks = floors(found)
   lines += ['', '## Floors', '']
   for task, floor in FLOORS.items():
@@ -205,7 +238,7 @@ def markdown(protocol_name: str, found: list[dict], command: str) -> str:
 def write_report(out_dir: str, protocol_name: str, resample: Resample, command: str) -> str:
   """Writes `<out_dir>/<protocol>/finetuning.md` and `.json`; returns the Markdown."""
   found = rows(out_dir, protocol_name, resample)
-  text = markdown(protocol_name, found, command)
+  text = markdown(protocol_name, found, command, out_dir)
   protocol_dir = os.path.join(out_dir, protocol_name)
   os.makedirs(protocol_dir, exist_ok=True)
   atomic_files.write_text(os.path.join(protocol_dir, 'finetuning.md'), text)

@@ -119,3 +119,25 @@ def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, 
         group.train_flops, group.seed))
     replication.check_committed(runs[-1], encoders(group))
   return runs
+
+
+# Minutes of a `pooled` unit alone on 2 cores, before any has run (benchmarks/finetuning/
+# protocol.md).
+_UNIT_MINUTES = 4
+
+
+def outlook(work: list[tuple[replication.Replication, list[str]]]) -> str:
+  """What fine-tuning these (group, encoders) will run and about how long, printed first."""
+  units, done = 0, []
+  for run, names in work:
+    for unit in replication.plan(run.protocol, run.out_dir, names):
+      units += 1
+      result = replication.read_unit(run.out_dir, unit)
+      if result is not None:
+        done.append(result)
+  seconds = [result['total_seconds'] for result in done if 'total_seconds' in result]
+  minutes = sum(seconds) / len(seconds) / 60 if seconds else _UNIT_MINUTES
+  left = units - len(done)
+  return (f'This fine-tunes {left} of {units} unit(s), about {minutes:.1f} minutes each on 2 '
+          f'cores ({left * minutes / 60:.1f} hours); each result is kept as it ends, and '
+          '--report_only rewrites the report from them in seconds.')

@@ -118,7 +118,13 @@ class ReleaseFinetuningTest(tf.test.TestCase):
       replication.run(run, release_finetuning.encoders(group), fake, lambda: '', log=lambda _: 0)
     # Three rates for seed 1, four more seeds: per encoder and task.
     self.assertLen(fake.calls, 3 * 3 * (len(protocol.learning_rates) + protocol.seeds - 1))
+    self.assertIn('This fine-tunes 21 of 84 unit(s), about 4.0 minutes each on 2 cores '
+                  '(1.4 hours)',
+                  release_finetuning.outlook([(runs[0], ['bert', 'teams', 'random']),
+                                              (runs[1], ['teams'])]))
     out_dir = os.path.join(self.root, 'out')
+    with open(os.path.join(out_dir, 'probes_cola.json'), 'w') as f:
+      json.dump(dict(scores={'bert_seed1': [0.01, 0.074], 'random init': [0.05, 0.021]}), f)
     text = finetuning_report.write_report(out_dir, 'pooled', glue_metrics.resampled_headlines,
                                           'python tools/benchmark_finetuning.py')
     with open(os.path.join(out_dir, 'pooled', 'finetuning.json')) as f:
@@ -138,6 +144,8 @@ class ReleaseFinetuningTest(tf.test.TestCase):
     self.assertEqual(2 * protocol.seeds, report['floors']['stsb_runs_at_mean_prediction'])
     self.assertRegex(text, r'\| seed1 \| BERT \| 9\d\.\d \[\d+\.\d, \d+\.\d\] \(')
     self.assertIn('random init SST-2 acc median 48.5 against the floor 78.0: not met.', text)
+    self.assertIn('| cola (mean) | embeddings | layer 1 |\n|---|---:|---:|\n'
+                  '| bert_seed1 | 1.0 | 7.4 |\n| random init | 5.0 | 2.1 |', text)
 
 
 if __name__ == '__main__':
