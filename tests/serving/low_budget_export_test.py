@@ -24,6 +24,9 @@ from tests import testing_utils
 from tests.serving import export_testing_utils as utils
 
 _SIZES = ('demo', 'mini')
+# SQuAD at mini only: both sizes build their encoder from the same config kind, which the GLUE
+# runs export at each size; one SQuAD run checks the span head's export on top of it.
+_SQUAD_SIZE = 'mini'
 _QUESTIONS = ['Where is Tokyo?', 'Who wrote it?', 'Ça va?', 'What?']
 _CONTEXTS = ['Tokyo is the capital of Japan.', utils.LONG_TEXT, 'Ça va? 東京 — naïve', '']
 
@@ -71,6 +74,8 @@ class LowBudgetExportTest(tf.test.TestCase, parameterized.TestCase):
       cls.expected[f'{size}_sst2'] = classifier(ids, training=False).numpy()
       runs[f'{size}_sst2'] = dict(texts=dict(sentence=utils.TEXTS))
 
+      if size != _SQUAD_SIZE:
+        continue
       query_length = exp_factory.get_exp_config(
           f'squad_v1_{size}').task.validation_data.query_length
       questions = [q[:query_length] for q in utils.tokenize(_QUESTIONS)]
@@ -112,10 +117,9 @@ class LowBudgetExportTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(logits, served['logits'], atol=1e-5, rtol=0)
     self.assertAllEqual(logits.argmax(-1), served['label'])
 
-  @parameterized.parameters(*_SIZES)
-  def test_squad_run_serves_raw_text_like_the_keras_model(self, size):
-    start_logits, end_logits = self.expected[f'{size}_squad']
-    served = self.served[f'{size}_squad']
+  def test_squad_run_serves_raw_text_like_the_keras_model(self):
+    start_logits, end_logits = self.expected[f'{_SQUAD_SIZE}_squad']
+    served = self.served[f'{_SQUAD_SIZE}_squad']
     self.assertAllClose(start_logits, served['start_logits'], atol=1e-5, rtol=0)
     self.assertAllClose(end_logits, served['end_logits'], atol=1e-5, rtol=0)
     for b, context in enumerate(_CONTEXTS):
