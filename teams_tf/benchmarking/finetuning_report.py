@@ -203,7 +203,9 @@ def markdown(protocol_name: str, found: list[dict], command: str, out_dir: str) 
       cells.append('-' if cell is None else
                    f'{_pct(cell["median"])} [{_pct(min(cell["values"]))}, '
                    f'{_pct(max(cell["values"]))}] ({_pct(cell["interval"][0])}, '
-                   f'{_pct(cell["interval"][1])})')
+                   f'{_pct(cell["interval"][1])})' +
+                   ('' if cell['seeds'] == protocol.seeds else
+                    f', {cell["seeds"]} of {protocol.seeds} seeds'))
     lines.append(f'| {row["group"]} | {_name(row["encoder"])} | ' + ' | '.join(cells) + ' |')
   lines += ['', '## Gap to random init', '',
             '| group | encoder | ' + ' | '.join(names[t] for t in protocol.tasks) + ' |',
