@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from teams_tf.benchmarking import probing
+from teams_tf.benchmarking import release_finetuning
 from teams_tf.benchmarking import replication
 from teams_tf.utils import atomic_files
 
@@ -91,8 +92,8 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
           indices[task] = _indices(results, task_index)
         cells[(group, encoder, task)] = dict(_cell(task, results, indices[task], resample),
                                              learning_rate=rate)
-  random = {task: cells.get((replication_group, replication.RANDOM, task))
-            for task in protocol.tasks for replication_group in ('seed1',)}
+  random = {task: cells.get((release_finetuning.RANDOM_GROUP, replication.RANDOM, task))
+            for task in protocol.tasks}
   found = []
   for group, encoder in sorted({key[:2] for key in cells},
                                key=lambda key: (('x_' in key[0], key[0]),
