@@ -410,7 +410,8 @@ def write_records(processor, data_dir, vocab, lower_case, max_seq_length, output
 
   Records are written under temporary names and renamed when both are complete; an old
   meta_data.json is removed first and the new one written last, so its presence marks a complete
-  conversion.
+  conversion. For a regression task it records `train_label_mean` and `train_label_std` of
+  train.tfrecord's scores, the scale of standardized regression targets.
 
   Args:
     processor: a `classifier_data_lib.DataProcessor` (from this module, or Model Garden's TFDS one).

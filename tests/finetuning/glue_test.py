@@ -333,6 +333,8 @@ class GlueRecordsTest(tf.test.TestCase):
                      batch['input_word_ids'][1].numpy().tolist())
     self.assertAllClose([5.0, 0.25], batch['label_ids'])
     self.assertEqual(tf.float32, batch['label_ids'].dtype)
+    # What standardized regression targets are scaled by: the train scores' mean and std.
+    self.assertAllClose((2.625, 2.375), (meta['train_label_mean'], meta['train_label_std']))
     dev = _load(os.path.join(output_dir, 'dev.tfrecord'), seq_length=10, label_type='float')
     self.assertEqual([cls, 13, 3, 14, 10, sep, 13, 3, 15, sep],
                      dev['input_word_ids'][0].numpy().tolist())
