@@ -73,7 +73,9 @@ def _score_texts(method, model_dir):
     files = input_files.list_input_files(_UNIGRAM_CORPUS.value)
     scorer = minimal_pairs.UnigramScorer(
         vocab, settings.get('lower_case', None, 'task.train_data.lower_case'), files)
-    return scorer, f'unigram frequencies of {_UNIGRAM_CORPUS.value} ({scorer.num_tokens:,} tokens)'
+    # The files themselves are in the results' `unigram_corpus`.
+    return scorer, (f'unigram frequencies of {len(files)} corpus files '
+                    f'({scorer.num_tokens:,} tokens)')
   if _SEED.value is not None:
     tf_keras.utils.set_random_seed(_SEED.value)  # The same fresh weights for every method.
   scorer, vocab, lower_case, seq_length = loaders.load_sentence_scorer(
