@@ -74,7 +74,7 @@ def _score_texts(method, model_dir):
     scorer = minimal_pairs.UnigramScorer(
         vocab, settings.get('lower_case', None, 'task.train_data.lower_case'), files)
     # The files themselves are in the results' `unigram_corpus`.
-    return scorer, (f'unigram frequencies of {len(files)} corpus files '
+    return scorer, (f'unigram frequencies of {len(files)} corpus file{"s" * (len(files) != 1)} '
                     f'({scorer.num_tokens:,} tokens)')
   if _SEED.value is not None:
     tf_keras.utils.set_random_seed(_SEED.value)  # The same fresh weights for every method.
