@@ -29,12 +29,17 @@ FLOORS = {'sst2': 0.78, 'stsb': 0.55}
 Resample = Callable[[str, dict, np.ndarray], np.ndarray]
 
 
+def _group_order(group: str) -> tuple[bool, str]:
+  """The base budget's groups ('seed1', ...) before the ladder's ('3x_seed1', ...)."""
+  return ('x_' in group, group)
+
+
 def _groups(protocol_dir: str) -> list[str]:
   if not os.path.isdir(protocol_dir):
     return []
   names = [name for name in os.listdir(protocol_dir)
            if os.path.isdir(os.path.join(protocol_dir, name))]
-  return sorted(names, key=lambda name: ('x_' in name, name))
+  return sorted(names, key=_group_order)
 
 
 def seed_results(protocol: replication.FineTuneProtocol, group_dir: str, encoder: str,
@@ -79,7 +84,8 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
   protocol_dir = os.path.join(out_dir, protocol_name)
   cells = {}
   indices = {}
-  for group in _groups(protocol_dir):
+  groups = _groups(protocol_dir)
+  for group in groups:
     group_dir = os.path.join(protocol_dir, group)
     for encoder in sorted(os.listdir(group_dir)):
       if not os.path.isdir(os.path.join(group_dir, encoder)):
@@ -96,7 +102,7 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
             for task in protocol.tasks}
   found = []
   for group, encoder in sorted({key[:2] for key in cells},
-                               key=lambda key: (('x_' in key[0], key[0]),
+                               key=lambda key: (_group_order(key[0]),
                                                 key[1] == replication.RANDOM, key[1])):
     row = dict(group=group, encoder=encoder, tasks={})
     for task in protocol.tasks:
@@ -108,7 +114,7 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
         gap_draws = cell['draws'] - base['draws']
         cell['gap'] = cell['mean'] - base['mean']
         cell['gap_interval'] = [float(v) for v in np.percentile(gap_draws, [2.5, 97.5])]
-        others = [cells[(other, encoder, task)]['mean'] for other in _groups(protocol_dir)
+        others = [cells[(other, encoder, task)]['mean'] for other in groups
                   if other != group and _budget(other) == _budget(group)
                   and (other, encoder, task) in cells]
         cell['pretraining_spread'] = (float(max(abs(cell['mean'] - m) for m in others))
