@@ -10,7 +10,7 @@ A release is a directory:
   release.json  step, training FLOPs, dtype, each weight's name and shape, the sha256 of
                 weights.npz and vocab.txt, and what the packer was told about the run.
 `unpack` checks both hashes, rebuilds the pretrainer from params.yaml, loads the stored values and
-writes a model_dir (params.yaml with the vocabulary's path, `ckpt-<step>`) that every tool reads
+writes a model_dir (params.yaml, vocab.txt, `ckpt-<step>`) that every tool reads
 as it reads a training run: scoring, probing, fine-tuning (`task.init_checkpoint`) and export.
 Every number computed from a release is computed from the stored (rounded) values.
 """
@@ -138,7 +138,7 @@ def _check_hashes(release_dir: str, release: dict) -> None:
 
 
 def unpack(release_dir: str, model_dir: str) -> str:
-  """Rebuilds a release's model_dir (params.yaml, ckpt-<step>); returns the checkpoint prefix.
+  """Rebuilds a release's model_dir (params.yaml, vocab.txt, ckpt-<step>); returns its prefix.
 
   Reuses `model_dir` when an earlier unpack of the same weights completed there.
 
@@ -154,7 +154,9 @@ def unpack(release_dir: str, model_dir: str) -> str:
         return checkpoint_paths.resolve_prefix(model_dir)
   _check_hashes(release_dir, release)
   params = hyperparams.read_yaml_to_params_dict(os.path.join(release_dir, _PARAMS)).as_dict()
-  vocab_file = os.path.abspath(os.path.join(release_dir, _VOCAB))
+  # The model_dir keeps its own vocabulary: a cached unpack outlives the release directory it came
+  # from (a moved clone, a deleted temporary copy).
+  vocab_file = os.path.abspath(os.path.join(model_dir, _VOCAB))
   for key in _VOCAB_KEYS:
     if isinstance(params['task'].get(key), dict):
       params['task'][key]['vocab_file'] = vocab_file
@@ -175,6 +177,7 @@ def unpack(release_dir: str, model_dir: str) -> str:
   if tf.io.gfile.exists(model_dir):
     tf.io.gfile.rmtree(model_dir)  # An interrupted unpack, or one of other weights.
   tf.io.gfile.makedirs(model_dir)
+  tf.io.gfile.copy(os.path.join(release_dir, _VOCAB), vocab_file)
   hyperparams.save_params_dict_to_yaml(hyperparams.ParamsDict(params),
                                        os.path.join(model_dir, _PARAMS))
   # The layout of a training checkpoint, which every reader of a model_dir expects.

@@ -24,6 +24,9 @@ class ReleasesTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.work_dir = tempfile.mkdtemp()
+    # Never the user's ~/.cache: an unpack left there by an earlier run must not answer for this one.
+    cls._cache = os.environ.get('TEAMS_TF_CACHE')
+    os.environ['TEAMS_TF_CACHE'] = os.path.join(cls.work_dir, 'cache')
     cls.run_dir = os.path.join(cls.work_dir, 'teams')
     utils.write_pretraining_run(cls.run_dir, utils.copy_sample_vocab(cls.work_dir),
                                 seq_length=24, step=_STEP)
@@ -31,6 +34,10 @@ class ReleasesTest(tf.test.TestCase):
   @classmethod
   def tearDownClass(cls):
     shutil.rmtree(cls.work_dir)
+    if cls._cache is None:
+      del os.environ['TEAMS_TF_CACHE']
+    else:
+      os.environ['TEAMS_TF_CACHE'] = cls._cache
     super().tearDownClass()
 
   def _scores(self, model_dir, method='rtd'):
@@ -66,22 +73,19 @@ class ReleasesTest(tf.test.TestCase):
     self.assertAllClose(original.weights[0].numpy(), encoder.weights[0].numpy(), rtol=1e-3,
                         atol=1e-6)
 
-  def test_float32_release_is_exact(self):
+  def test_float32_release_is_exact_and_its_unpack_outlives_the_release_directory(self):
     release_dir, _ = self._release('teams_fp32', dtype='float32')
-    self.assertAllEqual(self._scores(self.run_dir),
-                        self._scores(releases.resolve_model_dir(release_dir)))
+    model_dir = releases.resolve_model_dir(release_dir)
+    shutil.rmtree(release_dir)  # A moved clone or a deleted copy: the cached unpack still reads.
+    self.assertAllEqual(self._scores(self.run_dir), self._scores(model_dir))
 
   def test_resolve_model_dir_unpacks_once_into_the_cache(self):
     release_dir, _ = self._release('teams_cached')
-    os.environ['TEAMS_TF_CACHE'] = tempfile.mkdtemp(dir=self.work_dir)
-    try:
-      model_dir = releases.resolve_model_dir(release_dir)
-      self.assertStartsWith(model_dir, os.environ['TEAMS_TF_CACHE'])
-      stamp = os.path.getmtime(tf.train.latest_checkpoint(model_dir) + '.index')
-      self.assertEqual(model_dir, releases.resolve_model_dir(release_dir))
-      self.assertEqual(stamp, os.path.getmtime(tf.train.latest_checkpoint(model_dir) + '.index'))
-    finally:
-      del os.environ['TEAMS_TF_CACHE']
+    model_dir = releases.resolve_model_dir(release_dir)
+    self.assertStartsWith(model_dir, os.environ['TEAMS_TF_CACHE'])
+    stamp = os.path.getmtime(tf.train.latest_checkpoint(model_dir) + '.index')
+    self.assertEqual(model_dir, releases.resolve_model_dir(release_dir))
+    self.assertEqual(stamp, os.path.getmtime(tf.train.latest_checkpoint(model_dir) + '.index'))
     self.assertEqual(self.run_dir, releases.resolve_model_dir(self.run_dir))
 
   def test_a_changed_weights_file_is_refused_by_its_hash(self):
