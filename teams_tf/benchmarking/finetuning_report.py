@@ -78,11 +78,17 @@ def _indices(results: list[dict], seed: int) -> np.ndarray:
   return np.random.default_rng(seed).integers(0, examples, (BOOTSTRAP_DRAWS, examples))
 
 
-def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
-  """One row per (group, encoder) with finished seeds on some task; see the module docstring."""
+def finished_cells(out_dir: str, protocol_name: str,
+                   resample: Resample) -> tuple[dict[tuple[str, str, str], dict], list[str]]:
+  """Every finished cell, (group, encoder, task) -> its seeds' statistics and `draws`, and the
+  groups found.
+
+  `draws` [BOOTSTRAP_DRAWS] are the seed mean on dev resamples that are the same for every cell
+  of a task, so that two cells' draws subtract into a paired interval of their gap.
+  """
   protocol = replication.PROTOCOLS[protocol_name]
   protocol_dir = os.path.join(out_dir, protocol_name)
-  cells = {}
+  found = {}
   indices = {}
   groups = _groups(protocol_dir)
   for group in groups:
@@ -96,8 +102,15 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
           continue
         if task not in indices:
           indices[task] = _indices(results, task_index)
-        cells[(group, encoder, task)] = dict(_cell(task, results, indices[task], resample),
+        found[(group, encoder, task)] = dict(_cell(task, results, indices[task], resample),
                                              learning_rate=rate)
+  return found, groups
+
+
+def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
+  """One row per (group, encoder) with finished seeds on some task; see the module docstring."""
+  protocol = replication.PROTOCOLS[protocol_name]
+  cells, groups = finished_cells(out_dir, protocol_name, resample)
   random = {task: cells.get((release_finetuning.RANDOM_GROUP, replication.RANDOM, task))
             for task in protocol.tasks}
   found = []

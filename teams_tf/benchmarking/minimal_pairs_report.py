@@ -111,7 +111,8 @@ def run_unit(unit: Unit, blimp_dir: str, out_dir: str, log=print) -> Optional[di
     return json.load(f)
 
 
-def _bits(method_result: dict) -> dict[str, np.ndarray]:
+def pair_bits(method_result: dict) -> dict[str, np.ndarray]:
+  """Paradigm UID -> [pairs] bool, right or wrong, of one method's results."""
   return {uid: np.frombuffer(bits.encode(), np.uint8) == ord('1')
           for uid, bits in method_result['pairs'].items()}
 
@@ -164,8 +165,8 @@ def _rows(results: dict[str, dict]) -> list[dict]:
       if baseline:
         spread = max(row['runs']) - min(row['runs']) if len(runs) > 1 else None
         row.update(gap=float(np.mean(row['runs']) - np.mean(row['random_init'])),
-                   interval=paired_bootstrap([_bits(r) for r in runs],
-                                             [_bits(r) for r in baseline]),
+                   interval=paired_bootstrap([pair_bits(r) for r in runs],
+                                             [pair_bits(r) for r in baseline]),
                    spread=spread)
         row['real'] = spread is not None and row['gap'] > spread and row['interval'][0] > 0
       rows.append(row)
@@ -229,13 +230,19 @@ def markdown(results: dict[str, dict], command: str, rows: Optional[list[dict]] 
   return '\n'.join(lines) + '\n'
 
 
-def write_report(out_dir: str, command: str) -> list[dict]:
-  """Writes `minimal_pairs.md` and `.json` from the units in `out_dir`; returns the rows."""
+def load_results(out_dir: str) -> dict[str, dict]:
+  """Unit name -> its finished results file, for every unit in `out_dir`."""
   results = {}
   for name in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
     if name.endswith('.json') and name != 'minimal_pairs.json':
       with open(os.path.join(out_dir, name)) as f:
         results[name[:-len('.json')]] = json.load(f)
+  return results
+
+
+def write_report(out_dir: str, command: str) -> list[dict]:
+  """Writes `minimal_pairs.md` and `.json` from the units in `out_dir`; returns the rows."""
+  results = load_results(out_dir)
   rows = _rows(results)  # Once: every row runs a bootstrap.
   atomic_files.write_text(os.path.join(out_dir, 'minimal_pairs.md'),
                           markdown(results, command, rows))
