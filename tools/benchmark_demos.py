@@ -21,7 +21,7 @@ from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OBJECTIVES = flags.DEFINE_list('objectives', list(demos.OBJECTIVES), 'Demos to run.')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_demos',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'demos'),
                                 'Run directories and their logs.')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'demos'),
                                'Result files and the report.')

@@ -1,7 +1,8 @@
 """GLUE fine-tuning of the released encoders and random init under one protocol.
 
-  python tools/benchmark_finetuning.py [--protocol=pooled] [--groups=seed1] [--encoders=bert,random]
-  python tools/benchmark_finetuning.py --protocol=cls_head  # the papers' [CLS] protocol (ablation)
+  python tools/benchmark_finetuning.py --glue_dir=../shared/data/glue [--protocol=pooled] [--groups=seed1]
+      [--encoders=bert,random]
+  python tools/benchmark_finetuning.py --glue_dir=../shared/data/glue --protocol=cls_head  # the [CLS] ablation
   python tools/benchmark_finetuning.py --report_only
 
 Unpacks every release of benchmarks/encoders (tools/release_encoders.py), converts SST-2, CoLA
@@ -33,9 +34,9 @@ _PROTOCOL = flags.DEFINE_enum('protocol', 'pooled', list(replication.PROTOCOLS),
                               'The fine-tuning protocol (`replication.PROTOCOLS`).')
 _RELEASE_DIR = flags.DEFINE_string('release_dir', os.path.join(_ROOT, 'benchmarks', 'encoders'),
                                    'Releases to fine-tune (tools/release_encoders.py).')
-_GLUE_DIR = flags.DEFINE_string('glue_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'glue'),
+_GLUE_DIR = flags.DEFINE_string('glue_dir', None,
                                 'GLUE download with SST-2/, CoLA/ and STS-B/.')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_finetuning',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'finetuning'),
                                 'GLUE records and the sweeps\' run directories.')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'finetuning'),
                                'Committed unit results and the report.')
@@ -54,7 +55,8 @@ def main(argv):
   if not _REPORT_ONLY.value:
     try:
       runs = release_finetuning.prepare(
-          _PROTOCOL.value, _RELEASE_DIR.value, _GLUE_DIR.value, _OUT_DIR.value, _WORK_DIR.value,
+          _PROTOCOL.value, _RELEASE_DIR.value,
+          command_lines.required(_GLUE_DIR, '../shared/data/glue'), _OUT_DIR.value, _WORK_DIR.value,
           glue.convert_tsv, releases.resolve_model_dir)
       work = [(run, [encoder for encoder in release_finetuning.encoders(group)
                      if not _ENCODERS.value or encoder in _ENCODERS.value])

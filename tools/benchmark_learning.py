@@ -1,7 +1,9 @@
 """Learning benchmark: every mini objective pretrained at one FLOP budget on a real corpus.
 
-  python tools/benchmark_learning.py [--objectives=bert,teams,electra_corrupt15] [--bert_steps=9000]
-  python tools/benchmark_learning.py --objectives=electra --seed=2 --out_dir=benchmarks/learning_s2
+  python tools/benchmark_learning.py --corpus_dir=../shared/data/corpus/enwiki_2015_extract
+      [--objectives=bert,teams,electra_corrupt15] [--bert_steps=9000]
+  python tools/benchmark_learning.py --corpus_dir=... --objectives=electra --seed=2 \
+      --out_dir=benchmarks/learning_s2
 
 Builds (once) a WordPiece vocabulary and unmasked pretraining records from the corpus (files
 wiki_00-48 for training, wiki_49 held out), then trains each `<objective>_mini` with
@@ -24,9 +26,9 @@ from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CORPUS = flags.DEFINE_string(
-    'corpus_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'corpus', 'enwiki_2015_extract'),
+    'corpus_dir', None,
     'Directory of wiki_00.txt ... wiki_49.txt.')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'learning'),
                                 'Vocabulary, records and run directories.')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'learning'),
                                'Result files and the report.')
@@ -71,7 +73,8 @@ def main(argv):
         f'{40 * scale:.0f} to {55 * scale:.0f} minutes each on 2 cores.', flush=True)
   try:
     setup, flops = learning.default_setup(
-        _CORPUS.value, _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
+        command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract'), _WORK_DIR.value, _OUT_DIR.value,
+        _VOCAB_SIZE.value, _BERT_STEPS.value,
         _INTERVAL.value, _SEED.value, _KEEP_CHECKPOINTS.value)
   except ValueError as e:
     sys.exit(f'error: {e}')

@@ -1,6 +1,6 @@
 """What a vocabulary costs and gives a mini encoder: the measurement behind the mini vocab size.
 
-  python tools/benchmark_vocab.py --vocab_files=a.txt,b.txt,... [--held_out=.../wiki_49.txt]
+  python tools/benchmark_vocab.py --vocab_files=a.txt,b.txt,... --held_out=.../wiki_49.txt
       [--experiment=bert_mini] [--output=benchmarks/vocab]
 
 For each vocabulary, on held-out text: WordPiece tokens per word and the [UNK] rate (the
@@ -22,13 +22,12 @@ from teams_tf.benchmarking import vocab_report
 from teams_tf.data import corpus
 from teams_tf.preprocessing import vocab_builder
 from teams_tf.utils import atomic_files
+from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _VOCAB_FILES = flags.DEFINE_list('vocab_files', None, 'Vocabularies to compare, one token a line.')
 _HELD_OUT = flags.DEFINE_string(
-    'held_out',
-    os.path.join(_ROOT, '..', 'shared', 'data', 'corpus', 'enwiki_2015_extract', 'wiki_49.txt'),
-    'Text the vocabularies are measured on (not used to build them).')
+    'held_out', None, 'Text the vocabularies are measured on (not used to build them)')
 _EXPERIMENT = flags.DEFINE_string('experiment', 'bert_mini',
                                   'Pretraining experiment whose cost is counted.')
 _OUTPUT = flags.DEFINE_string('output', os.path.join(_ROOT, 'benchmarks', 'vocab'),
@@ -40,7 +39,9 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)  # Model Garden logs every encoder's full config.
   if not _VOCAB_FILES.value:
     raise app.UsageError('--vocab_files is required.')
-  source = corpus.CorpusSource(input_patterns=_HELD_OUT.value, document_mode='file')
+  held_out = command_lines.required(_HELD_OUT,
+                                    '../shared/data/corpus/enwiki_2015_extract/wiki_49.txt')
+  source = corpus.CorpusSource(input_patterns=held_out, document_mode='file')
   source.validate()
   counter = vocab_builder.count_words(source, corpus.CorpusStats(), lower_case=True)
   word_counts = counter.counts()
@@ -54,9 +55,9 @@ def main(argv):
   output = _OUTPUT.value
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
   atomic_files.write_text(output + '.md', vocab_report.markdown(
-      _EXPERIMENT.value, _HELD_OUT.value, counter.num_words, rows))
+      _EXPERIMENT.value, held_out, counter.num_words, rows))
   atomic_files.write_json(output + '.json', dict(
-      experiment=_EXPERIMENT.value, held_out=os.path.abspath(_HELD_OUT.value),
+      experiment=_EXPERIMENT.value, held_out=os.path.abspath(held_out),
       held_out_words=counter.num_words, rows=rows))
   print(f'wrote {os.path.normpath(output)}.md and .json')
 

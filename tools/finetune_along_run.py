@@ -1,11 +1,14 @@
 """One pretraining run fine-tuned on GLUE at checkpoints along it, with the replication's protocol.
 
-  python tools/benchmark_learning.py --objectives=teams --seed=2 --keep_checkpoints \
+C and G: the corpus and the GLUE download, e.g. ../shared/data/corpus/enwiki_2015_extract and
+../shared/data/glue.
+
+  python tools/benchmark_learning.py --corpus_dir=C --objectives=teams --seed=2 --keep_checkpoints \
       --out_dir=benchmarks/learning_seed2
-  python tools/replicate.py --encoders=teams --pretraining_seed=2 \
+  python tools/replicate.py --corpus_dir=C --glue_dir=G --encoders=teams --pretraining_seed=2 \
       --learning_dir=benchmarks/learning_seed2 --out_dir=benchmarks/replication_seed2 \
       --random_init_dir=benchmarks/replication
-  python tools/finetune_along_run.py --encoder=teams --steps=1600,3100,4600 \
+  python tools/finetune_along_run.py --glue_dir=G --encoder=teams --steps=1600,3100,4600 \
       --learning_dir=benchmarks/learning_seed2 --replication_dir=benchmarks/replication_seed2 \
       --out_dir=benchmarks/along_run_seed2
 
@@ -45,9 +48,9 @@ _RANDOM_INIT_DIR = flags.DEFINE_string(
     'The replication whose random-init runs are the floor.')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_BENCHMARKS, 'along_run'),
                                'Committed unit results and the report.')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'learning'),
                                 'Pretraining run directories, GLUE records and sweep runs.')
-_GLUE_DIR = flags.DEFINE_string('glue_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'glue'),
+_GLUE_DIR = flags.DEFINE_string('glue_dir', None,
                                 'GLUE download with SST-2/, CoLA/ and STS-B/.')
 _SEEDS = flags.DEFINE_integer('seeds', 3, 'Seeds per step and task.')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
@@ -82,7 +85,7 @@ def main(_):
             'the units left need the run itself. Pretrain it with tools/benchmark_learning.py '
             f'--objectives={_ENCODER.value} --keep_checkpoints --out_dir=<a new dir> (40 to 55 '
             'minutes), fine-tune it with tools/replicate.py, then run this again.')
-      replication.prepare_glue(protocol, _GLUE_DIR.value, vocab_file, along.sweep.data_dir,
+      replication.prepare_glue(protocol, command_lines.required(_GLUE_DIR, '../shared/data/glue'), vocab_file, along.sweep.data_dir,
                                glue.convert_tsv)
       along_run.run(along, sweep.run_fields, report)
     report()

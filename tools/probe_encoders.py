@@ -56,7 +56,7 @@ _RELEASES = flags.DEFINE_list('releases', None, "Releases of --release_dir to pr
                               'every one) instead of the learning benchmark\'s runs.')
 _RELEASE_DIR = flags.DEFINE_string('release_dir', os.path.join(_ROOT, 'benchmarks', 'encoders'),
                                    'Releases (tools/release_encoders.py).')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_finetuning',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'finetuning'),
                                 "tools/benchmark_finetuning.py's --work_dir (its GLUE records).")
 
 

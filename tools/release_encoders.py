@@ -1,7 +1,7 @@
 """Pretrains mini encoders on the shared Wikipedia extract and releases them into the repository.
 
-  python tools/release_encoders.py --objectives=bert,electra --seeds=1,2 --work_dir=/work/runs
-  python tools/release_encoders.py --objectives=bert,electra,teams --seeds=1 --bert_steps=27000
+  python tools/release_encoders.py --corpus_dir=../shared/data/corpus/enwiki_2015_extract --objectives=bert,electra --seeds=1,2
+  python tools/release_encoders.py --corpus_dir=... --objectives=bert,teams --seeds=1 --bert_steps=27000
 
 Each (objective, seed) is a learning-benchmark run (`teams_tf/benchmarking/released_runs.py`) to
 the FLOPs of `--bert_steps` BERT-mini steps; when it ends, its weights (float16, no optimizer
@@ -21,12 +21,13 @@ from absl import flags
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.benchmarking import learning
 from teams_tf.benchmarking import released_runs
+from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CORPUS = flags.DEFINE_string(
-    'corpus_dir', os.path.join(_ROOT, '..', 'shared', 'data', 'corpus', 'enwiki_2015_extract'),
+    'corpus_dir', None,
     'Directory of wiki_00.txt ... wiki_49.txt.')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'learning'),
                                 'Vocabulary, records and run directories (checkpoints).')
 _RELEASE_DIR = flags.DEFINE_string('release_dir', os.path.join(_ROOT, 'benchmarks', 'encoders'),
                                    'Where each run\'s release directory goes.')
@@ -46,13 +47,14 @@ def main(argv):
   except ValueError:
     sys.exit(f'error: --seeds={",".join(_SEEDS.value)} must be integers, e.g. --seeds=1,2.')
   # Seed-major: the first seed of every objective is released before any second one.
+  corpus_dir = command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract')
   runs = [(objective, seed) for seed in seeds for objective in _OBJECTIVES.value]
   names = [released_runs.run_name(o, s, _BERT_STEPS.value) for o, s in runs]
   print(released_runs.outlook(names, _RELEASE_DIR.value, _BERT_STEPS.value), flush=True)
   failed = []
   for (objective, seed), name in zip(runs, names):
     try:
-      release = released_runs.release_run(objective, seed, _BERT_STEPS.value, _CORPUS.value,
+      release = released_runs.release_run(objective, seed, _BERT_STEPS.value, corpus_dir,
                                           _WORK_DIR.value, _RELEASE_DIR.value)
     except ValueError as e:
       sys.exit(f'error: {" ".join(str(e).split())}')

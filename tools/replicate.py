@@ -1,14 +1,16 @@
 """Compute-matched mini replication: mini encoders and random init fine-tuned on GLUE.
 
-  python tools/replicate.py [--encoders=teams,electra,bert,random] [--seeds=3] [--report_only]
-  python tools/replicate.py --bert_steps=18000 --learning_dir=L --out_dir=R  # another budget
-  python tools/replicate.py --encoders=electra --pretraining_seed=2 --learning_dir=L --out_dir=R
-      --random_init_dir=M  # another pretraining run; M: the main sweep's --out_dir
+  python tools/replicate.py --corpus_dir=C --glue_dir=G [--encoders=teams,electra,bert,random]
+  python tools/replicate.py --corpus_dir=C --glue_dir=G --bert_steps=18000 --learning_dir=L
+      --out_dir=R  # another budget
+  python tools/replicate.py --corpus_dir=C --glue_dir=G --encoders=electra --pretraining_seed=2
+      --learning_dir=L --out_dir=R --random_init_dir=M  # another run; M: the main --out_dir
   python tools/replicate.py --report_only --other_sweeps=R  # R's runs widen the seed spread
 
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
 fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
-writes benchmarks/replication/; rerunning skips finished units. Run it on an idle machine.
+writes benchmarks/replication/; rerunning skips finished units. Run it on an idle machine. C and
+G: the corpus and the GLUE download (../shared/data/corpus/enwiki_2015_extract, ../shared/data/glue).
 """
 
 import functools
@@ -29,12 +31,11 @@ from teams_tf.finetuning import sweep
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SHARED = os.path.join(_ROOT, '..', 'shared', 'data')
-_CORPUS = flags.DEFINE_string('corpus_dir', os.path.join(_SHARED, 'corpus', 'enwiki_2015_extract'),
+_CORPUS = flags.DEFINE_string('corpus_dir', None,
                               'Directory of wiki_00.txt ... wiki_49.txt.')
-_GLUE_DIR = flags.DEFINE_string('glue_dir', os.path.join(_SHARED, 'glue'),
+_GLUE_DIR = flags.DEFINE_string('glue_dir', None,
                                 'GLUE download with SST-2/, CoLA/ and STS-B/.')
-_WORK_DIR = flags.DEFINE_string('work_dir', '/tmp/teams_tf_learning',
+_WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'learning'),
                                 'Vocabulary, records, GLUE records and run directories.')
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
                                'Committed unit results and the report.')
@@ -84,9 +85,11 @@ def main(_):
                               encoders), flush=True)
     try:
       setup, flops = learning.default_setup(
-          _CORPUS.value, _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,
+          command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract'), _WORK_DIR.value, _LEARNING_DIR.value,
+          learning.VOCAB_SIZE,
           _BERT_STEPS.value, learning.VALIDATION_INTERVAL, _PRETRAINING_SEED.value)
-      runs = replication.prepare(protocol, encoders, setup, flops, _GLUE_DIR.value,
+      runs = replication.prepare(protocol, encoders, setup, flops,
+                                 command_lines.required(_GLUE_DIR, '../shared/data/glue'),
                                  _OUT_DIR.value, _WORK_DIR.value, glue.convert_tsv)
       replication.run(runs, encoders, sweep.run_fields, report)
     except ValueError as e:

@@ -2,6 +2,8 @@
 
 import os
 
+from absl import flags
+
 
 def tool_command(tool_file: str, flag_holders, always=()) -> str:
   """`python tools/<tool>.py --flag=value ...`, as a report's preamble names it.
@@ -32,3 +34,26 @@ def tool_command(tool_file: str, flag_holders, always=()) -> str:
     if not same or any(holder is kept for kept in always):
       parts.append(f'--{holder.name}={value}')
   return ' '.join(parts)
+
+
+def scratch_dir(tool_file: str, name: str) -> str:
+  """`<repository>/.work/<name>`: a tool's default work directory (git ignores `.work/`), inside
+  the clone the tool runs from, so that no default points outside it."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(tool_file)))
+  return os.path.join(root, '.work', name)
+
+
+def required(holder, example: str) -> str:
+  """`holder`'s value; without one, exits with one line that names the flag to pass.
+
+  For inputs that live outside the repository (a corpus, GLUE, BLiMP), which a tool must not
+  default to, and which only some of its modes read.
+
+  Args:
+    holder: an absl FlagHolder whose default is None.
+    example: a value to show, e.g. `../shared/data/glue`.
+  """
+  if holder.value is None:
+    what = flags.FLAGS[holder.name].help.rstrip('.') if holder.name in flags.FLAGS else 'path'
+    raise SystemExit(f'error: pass --{holder.name}=<{what}>, e.g. --{holder.name}={example}')
+  return holder.value

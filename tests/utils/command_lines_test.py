@@ -2,6 +2,7 @@
 
 import os
 import unittest
+from unittest import mock
 
 from absl import flags
 
@@ -50,6 +51,26 @@ class ToolCommandTest(unittest.TestCase):
     self.assertEqual('python tools/probe.py --out_dir=/tmp/r',
                      command_lines.tool_command(os.path.join(root, 'tools', 'probe.py'),
                                                 (out_dir,)))
+
+
+class RequiredInputTest(unittest.TestCase):
+
+  def test_an_input_outside_the_repository_is_passed_or_named_in_one_line(self):
+    values = flags.FlagValues()
+    glue_dir = flags.DEFINE_string('glue_dir', None, 'GLUE download with SST-2/.',
+                                   flag_values=values)
+    values(['tool'])
+    with mock.patch.object(flags, 'FLAGS', values):
+      with self.assertRaises(SystemExit) as raised:
+        command_lines.required(glue_dir, '../shared/data/glue')
+      self.assertEqual('error: pass --glue_dir=<GLUE download with SST-2/>, e.g. '
+                       '--glue_dir=../shared/data/glue', str(raised.exception))
+      values(['tool', '--glue_dir=/data/glue'])
+      self.assertEqual('/data/glue', command_lines.required(glue_dir, '../shared/data/glue'))
+
+  def test_work_directories_default_inside_the_clone(self):
+    self.assertEqual('/repo/.work/learning',
+                     command_lines.scratch_dir('/repo/tools/replicate.py', 'learning'))
 
 
 if __name__ == '__main__':
