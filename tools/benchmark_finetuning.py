@@ -1,8 +1,8 @@
 """GLUE fine-tuning of the released encoders and random init under one protocol.
 
-  python tools/benchmark_finetuning.py --glue_dir=../shared/data/glue [--protocol=pooled] [--groups=seed1]
-      [--encoders=bert,random]
-  python tools/benchmark_finetuning.py --glue_dir=../shared/data/glue --protocol=cls_head  # the [CLS] ablation
+  python tools/benchmark_finetuning.py --glue_dir=../shared/data/glue [--protocol=pooled]
+      [--groups=seed1] [--encoders=bert,random]
+  python tools/benchmark_finetuning.py --glue_dir=G --protocol=cls_head  # the [CLS] ablation
   python tools/benchmark_finetuning.py --report_only
 
 Unpacks every release of benchmarks/encoders (tools/release_encoders.py), converts SST-2, CoLA

@@ -73,8 +73,8 @@ def main(argv):
         f'{40 * scale:.0f} to {55 * scale:.0f} minutes each on 2 cores.', flush=True)
   try:
     setup, flops = learning.default_setup(
-        command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract'), _WORK_DIR.value, _OUT_DIR.value,
-        _VOCAB_SIZE.value, _BERT_STEPS.value,
+        command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract'),
+        _WORK_DIR.value, _OUT_DIR.value, _VOCAB_SIZE.value, _BERT_STEPS.value,
         _INTERVAL.value, _SEED.value, _KEEP_CHECKPOINTS.value)
   except ValueError as e:
     sys.exit(f'error: {e}')

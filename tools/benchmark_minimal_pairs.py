@@ -1,7 +1,7 @@
 """BLiMP minimal pairs over the released encoders, beside random init and the anchors.
 
   python tools/benchmark_minimal_pairs.py --blimp_dir=../shared/data/blimp \
-      --corpus_dir=../shared/data/corpus/enwiki_2015_extract [--units=bert_seed1,bert_random_init_seed1]
+      --corpus_dir=../shared/data/corpus/enwiki_2015_extract [--units=bert_seed1,...]
   python tools/benchmark_minimal_pairs.py --report_only
 
 Scores every release in benchmarks/encoders (tools/release_encoders.py) with every method its

@@ -85,8 +85,9 @@ def main(_):
             'the units left need the run itself. Pretrain it with tools/benchmark_learning.py '
             f'--objectives={_ENCODER.value} --keep_checkpoints --out_dir=<a new dir> (40 to 55 '
             'minutes), fine-tune it with tools/replicate.py, then run this again.')
-      replication.prepare_glue(protocol, command_lines.required(_GLUE_DIR, '../shared/data/glue'), vocab_file, along.sweep.data_dir,
-                               glue.convert_tsv)
+      replication.prepare_glue(
+          protocol, command_lines.required(_GLUE_DIR, '../shared/data/glue'), vocab_file,
+          along.sweep.data_dir, glue.convert_tsv)
       along_run.run(along, sweep.run_fields, report)
     report()
   except ValueError as e:

@@ -1,7 +1,8 @@
 """Pretrains mini encoders on the shared Wikipedia extract and releases them into the repository.
 
-  python tools/release_encoders.py --corpus_dir=../shared/data/corpus/enwiki_2015_extract --objectives=bert,electra --seeds=1,2
-  python tools/release_encoders.py --corpus_dir=... --objectives=bert,teams --seeds=1 --bert_steps=27000
+  python tools/release_encoders.py --corpus_dir=../shared/data/corpus/enwiki_2015_extract \
+      --objectives=bert,electra --seeds=1,2
+  python tools/release_encoders.py --corpus_dir=... --objectives=bert,teams --bert_steps=27000
 
 Each (objective, seed) is a learning-benchmark run (`teams_tf/benchmarking/released_runs.py`) to
 the FLOPs of `--bert_steps` BERT-mini steps; when it ends, its weights (float16, no optimizer

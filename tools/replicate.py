@@ -10,7 +10,8 @@
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
 fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
 writes benchmarks/replication/; rerunning skips finished units. Run it on an idle machine. C and
-G: the corpus and the GLUE download (../shared/data/corpus/enwiki_2015_extract, ../shared/data/glue).
+G: the corpus and the GLUE download (../shared/data/corpus/enwiki_2015_extract,
+../shared/data/glue).
 """
 
 import functools
@@ -85,8 +86,8 @@ def main(_):
                               encoders), flush=True)
     try:
       setup, flops = learning.default_setup(
-          command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract'), _WORK_DIR.value, _LEARNING_DIR.value,
-          learning.VOCAB_SIZE,
+          command_lines.required(_CORPUS, '../shared/data/corpus/enwiki_2015_extract'),
+          _WORK_DIR.value, _LEARNING_DIR.value, learning.VOCAB_SIZE,
           _BERT_STEPS.value, learning.VALIDATION_INTERVAL, _PRETRAINING_SEED.value)
       runs = replication.prepare(protocol, encoders, setup, flops,
                                  command_lines.required(_GLUE_DIR, '../shared/data/glue'),

@@ -24,7 +24,7 @@ class ReleasesTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.work_dir = tempfile.mkdtemp()
-    # Never the user's ~/.cache: an unpack left there by an earlier run must not answer for this one.
+    # Never the user's ~/.cache: an unpack an earlier run left there must not answer for this one.
     cls._cache = os.environ.get('TEAMS_TF_CACHE')
     os.environ['TEAMS_TF_CACHE'] = os.path.join(cls.work_dir, 'cache')
     cls.run_dir = os.path.join(cls.work_dir, 'teams')
