@@ -2,14 +2,16 @@
 
 A module may import its own package and any package of a lower layer, never one above it or a
 sibling of its own layer, so the package graph has no cycle and each package can be read, tested
-and replaced with only what lies below it.
+and replaced with only what lies below it. The research harness, `teams_lab`, sits above the whole
+library: it imports teams_tf as any user does, and no teams_tf module imports it.
 """
 
 import ast
 import os
 import unittest
 
-_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'teams_tf')
+_REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.join(_REPOSITORY, 'teams_tf')
 
 # Lowest first. A new package or top-level module must be placed here.
 LAYERS = (
@@ -26,7 +28,7 @@ LAYERS = (
     ('tasks',),  # Model Garden Tasks.
     ('registry',),  # Registered experiments.
     ('registry_imports',),  # Everything that registers with Model Garden's factories.
-    ('serving', 'finetuning', 'benchmarking'),  # Export; GLUE data, metrics, sweeps; harnesses.
+    ('serving', 'finetuning'),  # Export; GLUE data, metrics, sweeps.
     ('train', 'cli'),  # Entry points: training, the user tools (console scripts).
 )
 _LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
@@ -37,14 +39,15 @@ def _unit(module):
   return module.split('.')[1]
 
 
-def _imports():
-  """Yields (importing module, imported teams_tf module, line) over the whole package."""
-  for directory, _, files in os.walk(_ROOT):
+def _imports(root=_ROOT, prefixes=('teams_tf.',)):
+  """Yields (importing module, imported module, line) over the package at `root`, for the
+  imported modules that start with one of `prefixes`."""
+  for directory, _, files in os.walk(root):
     for name in sorted(files):
       if not name.endswith('.py'):
         continue
       path = os.path.join(directory, name)
-      relative = os.path.relpath(path, os.path.dirname(_ROOT))[:-len('.py')]
+      relative = os.path.relpath(path, os.path.dirname(root))[:-len('.py')]
       module = relative.replace(os.sep, '.')
       with open(path, encoding='utf-8') as f:
         tree = ast.parse(f.read(), path)
@@ -56,7 +59,7 @@ def _imports():
         else:
           continue
         for target in targets:
-          if target.startswith('teams_tf.'):
+          if target.startswith(prefixes):
             yield module, target, node.lineno
 
 
@@ -77,6 +80,14 @@ class PackageLayersTest(unittest.TestCase):
       if source != destination and _LEVEL[destination] >= _LEVEL[source]:
         upward.append(f'{module}:{line} imports {target} ({source} is not above {destination})')
     self.assertEqual(upward, [])
+
+  def test_the_library_never_imports_the_research_harness(self):
+    found = [f'{module}:{line} imports {target}'
+             for module, target, line in _imports(prefixes=('teams_lab',))]
+    self.assertEqual(found, [])
+    # The harness does import the library (the check above would see such an import).
+    lab = {target for _, target, _ in _imports(os.path.join(_REPOSITORY, 'teams_lab'))}
+    self.assertIn('teams_tf.utils.atomic_files', lab)
 
   def test_the_check_sees_imports(self):
     # Guards the test itself: the models import ops, layers and networks.

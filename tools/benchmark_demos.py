@@ -5,7 +5,7 @@
 Runs each `<objective>_demo` as the README runs `teams_demo` (`python -m teams_tf.train
 --mode=train_and_eval` into a new `<work_dir>/<objective>_demo`), one after another, and writes
 `<out_dir>/<objective>.json` and `<out_dir>/demos.md`: each metric of the last validation beside
-its context-free baseline or chance (`teams_tf/benchmarking/demos.py`). Finished demos are
+its context-free baseline or chance (`teams_lab/demos.py`). Finished demos are
 skipped when it is run again. About 4 minutes per demo on 2 cores; run it on an otherwise idle
 machine.
 """
@@ -14,9 +14,10 @@ import os
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import demos
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import demos
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -7,9 +7,9 @@
 
 Unpacks every release of benchmarks/encoders (tools/release_encoders.py), converts SST-2, CoLA
 and STS-B once with their vocabulary, fine-tunes each release and random init under the protocol
-(`teams_tf/benchmarking/release_finetuning.py`, `replication.PROTOCOLS`), one committed result a
+(`teams_lab/release_finetuning.py`, `replication.PROTOCOLS`), one committed result a
 unit in benchmarks/finetuning/<protocol>/, and writes finetuning.md there
-(`teams_tf/benchmarking/finetuning_report.py`). Rerunning skips finished units.
+(`teams_lab/finetuning_report.py`). Rerunning skips finished units.
 """
 
 import functools
@@ -18,11 +18,12 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import finetuning_report
+from teams_lab import release_finetuning
+from teams_lab import replication
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import finetuning_report
-from teams_tf.benchmarking import release_finetuning
-from teams_tf.benchmarking import replication
 from teams_tf.finetuning import glue
 from teams_tf.finetuning import glue_metrics
 from teams_tf.finetuning import sweep

@@ -3,13 +3,14 @@
   python tools/benchmark_input_pipeline.py [--experiment=teams_small] [--seq_length=128]
       [--batch_size=32] [--input=sample:train] [--output=benchmarks/input_pipeline]
 
-What is measured and how: `teams_tf/benchmarking/input_pipeline.py`.
+What is measured and how: `teams_lab/input_pipeline.py`.
 """
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_tf.benchmarking import input_pipeline
+from teams_lab import input_pipeline
 
 _DEFAULTS = input_pipeline.Settings()
 flags.DEFINE_string('experiment', _DEFAULTS.experiment, 'Experiment whose model is trained.')

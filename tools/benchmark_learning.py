@@ -10,7 +10,7 @@ wiki_00-48 for training, wiki_49 held out), then trains each `<objective>_mini` 
 `teams_tf.train` to the FLOPs of `--bert_steps` BERT-mini steps, and writes
 `benchmarks/learning/{<objective>.json,learning.md,learning.json,learning.png}`. Rerunning skips
 finished objectives and resumes an interrupted one from its checkpoints
-(`teams_tf/benchmarking/learning.py`). `--seed` repeats runs with another pretraining seed, into
+(`teams_lab/learning.py`). `--seed` repeats runs with another pretraining seed, into
 their own run directories; give them their own --out_dir. Run it on an otherwise idle machine.
 """
 
@@ -19,9 +19,10 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import learning
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import learning
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,7 +8,7 @@ Scores every release in benchmarks/encoders (tools/release_encoders.py) with eve
 pretrainer has, random init of each objective's shape (one seed per pretraining seed) and the
 training corpus's unigram frequencies, each a `teams-minimal-pairs` run in its own process whose
 results file goes to benchmarks/minimal_pairs/ when it ends; then writes minimal_pairs.md and
-.json there (`teams_tf/benchmarking/minimal_pairs_report.py`). Rerunning skips finished units.
+.json there (`teams_lab/minimal_pairs_report.py`). Rerunning skips finished units.
 Results do not depend on the machine's load; the seconds each file records do.
 """
 
@@ -17,8 +17,9 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_tf.benchmarking import minimal_pairs_report
+from teams_lab import minimal_pairs_report
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -6,7 +6,7 @@
       [--train_settings=default] [--steps=10] [--warmup=3] [--train_loops=4]
       [--output_dir=benchmarks] [--output_name=pretrain_throughput]
 
-What is measured and how: `teams_tf/benchmarking/pretrain_throughput.py`.
+What is measured and how: `teams_lab/pretrain_throughput.py`.
 """
 
 import shlex
@@ -14,9 +14,10 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_tf.benchmarking import pretrain_throughput as benchmark
-from teams_tf.benchmarking import pretrain_variants as variants
+from teams_lab import pretrain_throughput as benchmark
+from teams_lab import pretrain_variants as variants
 
 _DEFAULTS = benchmark.Settings()
 flags.DEFINE_list('objectives', list(_DEFAULTS.objectives), f'Of {list(variants.OBJECTIVES)}.')

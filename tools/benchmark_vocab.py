@@ -16,9 +16,10 @@ import os
 from absl import app
 from absl import flags
 from absl import logging
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import vocab_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import vocab_report
 from teams_tf.data import corpus
 from teams_tf.preprocessing import vocab_builder
 from teams_tf.utils import atomic_files

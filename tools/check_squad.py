@@ -3,7 +3,7 @@
   python tools/check_squad.py --dev_json=../shared/data/squad/dev-v1.1.json \
       --pretraining_dir=/tmp/my_bert_mini --size=mini --work_dir=/tmp/squad_check
 
-A functional check of the SQuAD path, not a benchmark (`teams_tf/benchmarking/squad_check.py`):
+A functional check of the SQuAD path, not a benchmark (`teams_lab/squad_check.py`):
 `--held_out_articles` of the 48 articles (drawn with `--seed`) are kept out of training; the rest
 train `squad_v1_<size>` from the pretraining run's encoder (`--random_init` keeps its shape and
 vocabulary but not its weights); the held-out questions are scored with the official v1.1 EM/F1
@@ -17,9 +17,10 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import squad_check
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import squad_check
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -21,10 +21,11 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_tf.benchmarking import loss_curves_report as report_lib
-from teams_tf.benchmarking import pretrain_report
-from teams_tf.benchmarking import pretrain_variants as variants
+from teams_lab import loss_curves_report as report_lib
+from teams_lab import pretrain_report
+from teams_lab import pretrain_variants as variants
 
 _SIZE = flags.DEFINE_enum('size', 'tiny', list(variants.SIZES), 'tiny (demo) or small.')
 _STEPS = flags.DEFINE_integer('steps', 300, 'Training steps per run.')

@@ -15,9 +15,10 @@ import os
 from absl import app
 from absl import flags
 from absl import logging
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import experiment_counts
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import experiment_counts
 from teams_tf.registry import experiments
 from teams_tf.utils import atomic_files
 

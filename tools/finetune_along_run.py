@@ -12,7 +12,7 @@ C and G: the corpus and the GLUE download, e.g. ../shared/data/corpus/enwiki_201
       --learning_dir=benchmarks/learning_seed2 --replication_dir=benchmarks/replication_seed2 \
       --out_dir=benchmarks/along_run_seed2
 
-Fine-tunes the run's checkpoints at --steps (`teams_tf/benchmarking/along_run.py`) at the
+Fine-tunes the run's checkpoints at --steps (`teams_lab/along_run.py`) at the
 learning rates the replication chose for its last checkpoint, and writes
 <out_dir>/<encoder>.{md,json,png}: GLUE dev against pretraining FLOPs, from random init to the
 replication's row. Rerunning skips finished units. Run it on an idle machine.
@@ -23,10 +23,11 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import along_run
+from teams_lab import replication
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import along_run
-from teams_tf.benchmarking import replication
 from teams_tf.finetuning import glue
 from teams_tf.finetuning import sweep
 from teams_tf.utils import command_lines

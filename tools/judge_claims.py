@@ -4,7 +4,7 @@
 
 Joins the BLiMP units (tools/benchmark_minimal_pairs.py) and the fine-tuning units and probes
 (tools/benchmark_finetuning.py, tools/probe_encoders.py) into one sentence per claim and budget
-(`teams_tf/benchmarking/verdicts.py`), written to benchmarks/verdicts.md. Seconds: it trains and
+(`teams_lab/verdicts.py`), written to benchmarks/verdicts.md. Seconds: it trains and
 scores nothing.
 """
 
@@ -12,9 +12,10 @@ import os
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_tf.benchmarking import replication
-from teams_tf.benchmarking import verdicts
+from teams_lab import replication
+from teams_lab import verdicts
 from teams_tf.finetuning import glue_metrics
 from teams_tf.utils import command_lines
 

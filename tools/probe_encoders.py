@@ -9,7 +9,7 @@ Reuses the learning benchmark's pretraining runs (where its result files say the
 GLUE records of `tools/replicate.py` (run it first), and writes
 `benchmarks/replication/probes_<task>[_<pooling>].{md,json}`: per encoder, the dev accuracy of a
 logistic regression (STS-B: the Spearman correlation of a ridge regression) on its pooled word
-embeddings and on each layer's output (`teams_tf/benchmarking/probing.py`). The random-init
+embeddings and on each layer's output (`teams_lab/probing.py`). The random-init
 encoder has BERT-mini's shape, seed 0. The probed encoders' rows are put into the report already
 there, so probing one new encoder keeps the others' rows.
 
@@ -24,16 +24,17 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 import tf_keras
 
 from official.nlp.configs import encoders as encoder_configs
 
+from teams_lab import learning
+from teams_lab import pretrain_report
+from teams_lab import probing
+from teams_lab import release_finetuning
+from teams_lab import replication
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import pretrain_report
-from teams_tf.benchmarking import probing
-from teams_tf.benchmarking import release_finetuning
-from teams_tf.benchmarking import replication
 from teams_tf.serving import loaders
 from teams_tf.training import releases
 from teams_tf.utils import command_lines

@@ -20,9 +20,10 @@ import tempfile
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_tf.benchmarking import pretrain_variants as variants
-from teams_tf.benchmarking import xplane_kernels
+from teams_lab import pretrain_variants as variants
+from teams_lab import xplane_kernels
 
 _IMPLEMENTATION = flags.DEFINE_enum('implementation', 'ours', ['ours', 'official',
                                                                'official_patched'],

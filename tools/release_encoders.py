@@ -4,7 +4,7 @@
       --objectives=bert,electra --seeds=1,2
   python tools/release_encoders.py --corpus_dir=... --objectives=bert,teams --bert_steps=27000
 
-Each (objective, seed) is a learning-benchmark run (`teams_tf/benchmarking/released_runs.py`) to
+Each (objective, seed) is a learning-benchmark run (`teams_lab/released_runs.py`) to
 the FLOPs of `--bert_steps` BERT-mini steps; when it ends, its weights (float16, no optimizer
 state), params.yaml, vocabulary, step, FLOPs and sha256 go to
 `benchmarks/encoders/<objective>[_<k>x]_seed<seed>/`. Commit that directory: every tool that
@@ -18,10 +18,11 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import learning
+from teams_lab import released_runs
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import released_runs
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,7 +8,7 @@
   python tools/replicate.py --report_only --other_sweeps=R  # R's runs widen the seed spread
 
 Pretrains (or reuses) every mini objective at equal FLOPs as tools/benchmark_learning.py does,
-fine-tunes each kept encoder and a random-init one (`teams_tf/benchmarking/replication.py`) and
+fine-tunes each kept encoder and a random-init one (`teams_lab/replication.py`) and
 writes benchmarks/replication/; rerunning skips finished units. Run it on an idle machine. C and
 G: the corpus and the GLUE download (../shared/data/corpus/enwiki_2015_extract,
 ../shared/data/glue).
@@ -20,13 +20,14 @@ import sys
 
 from absl import app
 from absl import flags
+import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
 from official.core import exp_factory
 
+from teams_lab import learning
+from teams_lab import replication
+from teams_lab import replication_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import replication
-from teams_tf.benchmarking import replication_report
 from teams_tf.finetuning import glue
 from teams_tf.finetuning import sweep
 from teams_tf.utils import command_lines

@@ -307,7 +307,7 @@ def run(settings, plan):
 
 def run_fields(fields: dict) -> str:
   """`prepare` and `run` the sweep of `SweepSettings(**fields)`: the `fine_tune` of the
-  replication and of fine-tuning along a run (`benchmarking.replication.sweep_settings`).
+  replication and of fine-tuning along a run (`teams_lab.replication.sweep_settings`).
 
   Returns:
     `run`'s table. Raises ValueError as `prepare` does.

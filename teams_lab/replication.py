@@ -19,7 +19,7 @@ import os
 import time
 from typing import Callable, Optional
 
-from teams_tf.benchmarking import learning
+from teams_lab import learning
 from teams_tf.utils import atomic_files
 
 RANDOM = 'random'

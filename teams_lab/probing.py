@@ -186,7 +186,7 @@ def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: 
               f'{"ridge" if regression else "logistic"} regression on frozen features of each '
               'encoder: its word embeddings and each layer\'s output, '
               + ('mean-pooled and at [CLS] respectively' if pooling == 'cls' else _POOLED[pooling])
-              + f' ({data_dir}; `teams_tf/benchmarking/probing.py`).')
+              + f' ({data_dir}; `teams_lab/probing.py`).')
   depth = max(len(row) for row in scores.values())
   title = '' if pooling == 'mean' else f' ({"[CLS]" if pooling == "cls" else "sentence pairs"})'
   lines = [f'# Linear probes on {task}{title}', '', preamble, '',

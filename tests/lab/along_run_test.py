@@ -6,10 +6,10 @@ import os
 
 import tensorflow as tf
 
-from teams_tf.benchmarking import along_run
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import replication
-from tests.benchmarking import replication_test
+from teams_lab import along_run
+from teams_lab import learning
+from teams_lab import replication
+from tests.lab import replication_test
 
 _FLOPS_PER_STEP = 6e10
 

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Optional
 
-from teams_tf.benchmarking import learning
+from teams_lab import learning
 from teams_tf.training import releases
 
 # Minutes of one run at the base budget on 2 cores, training and held-out evaluations

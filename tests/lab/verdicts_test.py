@@ -7,9 +7,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from teams_tf.benchmarking import verdicts
+from teams_lab import verdicts
 from teams_tf.finetuning import glue_metrics
-from tests.benchmarking import minimal_pairs_report_test as blimp_units
+from tests.lab import minimal_pairs_report_test as blimp_units
 
 _TASKS = ('sst2', 'cola', 'stsb')
 

@@ -10,7 +10,7 @@ import tf_keras
 
 from official.nlp.configs import encoders
 
-from teams_tf.benchmarking import probing
+from teams_lab import probing
 from tests import testing_utils
 
 _T = 9

@@ -7,9 +7,9 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
-from teams_tf.benchmarking import finetuning_report
-from teams_tf.benchmarking import release_finetuning
-from teams_tf.benchmarking import replication
+from teams_lab import finetuning_report
+from teams_lab import release_finetuning
+from teams_lab import replication
 from teams_tf.finetuning import glue_metrics
 
 _DEV = 200

@@ -7,8 +7,8 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from teams_tf.benchmarking import minimal_pairs_report as report
-from teams_tf.benchmarking import released_runs
+from teams_lab import minimal_pairs_report as report
+from teams_lab import released_runs
 
 _UIDS = ('agreement_1', 'island_1')
 

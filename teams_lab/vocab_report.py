@@ -11,7 +11,7 @@ import os
 
 from official.core import exp_factory
 
-from teams_tf.benchmarking import experiment_counts
+from teams_lab import experiment_counts
 from teams_tf.data import tokenization
 from teams_tf.preprocessing import vocab_builder
 from teams_tf.training import experiment_flops

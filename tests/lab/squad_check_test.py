@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-from teams_tf.benchmarking import squad_check
+from teams_lab import squad_check
 
 
 def _article(title, context, questions):

@@ -21,9 +21,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import replication
-from teams_tf.benchmarking import replication_report
+from teams_lab import learning
+from teams_lab import replication
+from teams_lab import replication_report
 from teams_tf.utils import atomic_files
 
 

@@ -10,8 +10,8 @@ import tensorflow as tf
 from official.core import exp_factory
 from official.modeling.hyperparams import params_dict
 
+from teams_lab import learning
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import learning
 from teams_tf.preprocessing import record_format
 from teams_tf.training import run_summary
 from teams_tf.utils import hardware

@@ -17,9 +17,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from teams_tf.benchmarking import probing
-from teams_tf.benchmarking import release_finetuning
-from teams_tf.benchmarking import replication
+from teams_lab import probing
+from teams_lab import release_finetuning
+from teams_lab import replication
 from teams_tf.utils import atomic_files
 
 BOOTSTRAP_DRAWS = 1000

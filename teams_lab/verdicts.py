@@ -23,12 +23,12 @@ from typing import Optional
 
 import numpy as np
 
-from teams_tf.benchmarking import finetuning_report
-from teams_tf.benchmarking import minimal_pairs_report
-from teams_tf.benchmarking import probing
-from teams_tf.benchmarking import release_finetuning
-from teams_tf.benchmarking import released_runs
-from teams_tf.benchmarking import replication
+from teams_lab import finetuning_report
+from teams_lab import minimal_pairs_report
+from teams_lab import probing
+from teams_lab import release_finetuning
+from teams_lab import released_runs
+from teams_lab import replication
 from teams_tf.utils import atomic_files
 
 AHEAD, BEHIND, LEVEL = 'ahead', 'behind', 'level'

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from teams_tf.benchmarking import released_runs
+from teams_lab import released_runs
 from teams_tf.utils import atomic_files
 
 UNIGRAM = 'unigram'

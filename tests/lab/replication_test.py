@@ -10,14 +10,14 @@ import tensorflow as tf
 
 from official.core import exp_factory
 
+from teams_lab import learning
+from teams_lab import replication
+from teams_lab import replication_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import replication
-from teams_tf.benchmarking import replication_report
 from teams_tf.data import embedded
 from teams_tf.finetuning import glue
-from tests.benchmarking import learning_test
 from tests.finetuning import glue_test
+from tests.lab import learning_test
 
 _HEADLINES = {'sst2': 'accuracy', 'cola': 'matthews_corrcoef', 'stsb': 'spearman'}
 

@@ -6,8 +6,8 @@ import tensorflow as tf
 
 from official.core import exp_factory
 
+from teams_lab import vocab_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import vocab_report
 from teams_tf.data import tokenization
 
 

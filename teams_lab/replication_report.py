@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from teams_tf.benchmarking import learning
-from teams_tf.benchmarking import replication
+from teams_lab import learning
+from teams_lab import replication
 from teams_tf.utils import atomic_files
 
 # (paper, claimed ordering, pairs (a, b) meaning "a fine-tunes better than b"): each paper's

@@ -7,7 +7,7 @@ the logits cast to float32 before its samplers and losses, without which it fail
 mixed bfloat16) and 'hf' (Hugging Face's PyTorch ELECTRA modules assembled into the same ELECTRA
 step). Settings: float32 or mixed bfloat16, each with or without XLA (`jit_compile=True` on the
 whole step). Each variant runs in its own process
-(`python -m teams_tf.benchmarking.pretrain_variants <spec.json>`), so its peak RSS is its own;
+(`python -m teams_lab.pretrain_variants <spec.json>`), so its peak RSS is its own;
 TensorFlow, Model Garden and this project's TensorFlow modules are imported inside the functions
 that need them, so that the PyTorch process imports none of them.
 """
@@ -479,7 +479,7 @@ def run_train_variant(spec):
   """
   import tempfile  # pylint: disable=g-import-not-at-top
 
-  from teams_tf.benchmarking import train_loop  # pylint: disable=g-import-not-at-top
+  from teams_lab import train_loop  # pylint: disable=g-import-not-at-top
   from teams_tf.registry import experiments  # pylint: disable=g-import-not-at-top
 
   params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],

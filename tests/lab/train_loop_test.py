@@ -5,7 +5,7 @@ import statistics
 
 import tensorflow as tf
 
-from teams_tf.benchmarking import train_loop
+from teams_lab import train_loop
 from teams_tf.data import embedded
 from teams_tf.data import tokenization
 from tests import testing_utils

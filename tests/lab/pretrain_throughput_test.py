@@ -9,8 +9,8 @@ import tempfile
 
 import tensorflow as tf
 
-from teams_tf.benchmarking import pretrain_report
-from teams_tf.benchmarking import pretrain_variants
+from teams_lab import pretrain_report
+from teams_lab import pretrain_variants
 from teams_tf.training import flops
 from tests import testing_utils
 

@@ -8,9 +8,9 @@ import tempfile
 
 import tensorflow as tf
 
-from teams_tf.benchmarking import loss_curves_report
-from teams_tf.benchmarking import pretrain_report
-from teams_tf.benchmarking import xplane_kernels
+from teams_lab import loss_curves_report
+from teams_lab import pretrain_report
+from teams_lab import xplane_kernels
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 

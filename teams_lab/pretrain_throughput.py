@@ -60,8 +60,8 @@ import threading
 import time
 from typing import Sequence
 
-from teams_tf.benchmarking import pretrain_report
-from teams_tf.benchmarking import pretrain_variants as variants
+from teams_lab import pretrain_report
+from teams_lab import pretrain_variants as variants
 from teams_tf.utils import hardware
 
 IMPLEMENTATIONS = ('ours', 'official', 'official_patched', 'hf', 'train')
@@ -199,9 +199,12 @@ def _run_child(job, spec, directory, prefix, timeout):
   spec['output'] = os.path.join(directory, f'result_{spec["index"]}.json')
   with open(spec_path, 'w') as f:
     json.dump(spec, f)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='1')
+  # teams_lab is not installed: the child finds it where this process did.
+  clone = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='1',
+             PYTHONPATH=os.pathsep.join(filter(None, [clone, os.environ.get('PYTHONPATH')])))
   process = subprocess.Popen(  # pylint: disable=consider-using-with
-      [sys.executable, '-m', 'teams_tf.benchmarking.pretrain_variants', spec_path],
+      [sys.executable, '-m', 'teams_lab.pretrain_variants', spec_path],
       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
   tail = []
 

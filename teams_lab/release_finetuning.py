@@ -17,8 +17,8 @@ import dataclasses
 import os
 from typing import Callable
 
-from teams_tf.benchmarking import released_runs
-from teams_tf.benchmarking import replication
+from teams_lab import released_runs
+from teams_lab import replication
 
 # The group random init joins: the base budget, the first pretraining seed.
 RANDOM_GROUP = 'seed1'

@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from official.core import exp_factory
 
+from teams_lab import demos
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.benchmarking import demos
-from tests.benchmarking import learning_test
+from tests.lab import learning_test
 
 
 class DemosTest(tf.test.TestCase):
