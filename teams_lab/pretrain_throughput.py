@@ -24,7 +24,7 @@ when `torch` and `transformers` import (else reported as skipped). End to end ('
 ELECTRA at `--train_settings`, by default the setting their experiment runs): `python -m
 teams_tf.train` itself at the same shapes on the sample corpus as text, `--train_loops` loops of
 `--steps` steps, its steady-state steps/s (loops after the first, from Orbit's summaries) over the
-fixed-batch step's at the same setting (`train_loop.py`).
+fixed-batch step's at the same setting (`train_loop_throughput.py`).
 
 Model Garden TEAMS at our `teams_<size>` (`TeamsConfig` -> `TeamsPretrainerConfig`), small:
   encoder (L=12, H=256, E=128, I=1024, 4 heads, V)  -> discriminator, the same BertEncoderConfig

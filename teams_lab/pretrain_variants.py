@@ -479,7 +479,7 @@ def run_train_variant(spec):
   """
   import tempfile  # pylint: disable=g-import-not-at-top
 
-  from teams_lab import train_loop  # pylint: disable=g-import-not-at-top
+  from teams_lab import train_loop_throughput  # pylint: disable=g-import-not-at-top
   from teams_tf.registry import experiments  # pylint: disable=g-import-not-at-top
 
   params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],
@@ -498,12 +498,13 @@ def run_train_variant(spec):
     # Both splits read one vocabulary (`experiment_params`); pad it once for both.
     data = params.task.train_data, params.task.validation_data
     vocab_size = params.task.model.encoder.vocab_size
-    if train_loop.vocabulary_size(data[0].vocab_file) != vocab_size:
-      padded = train_loop.write_padded_vocabulary(
+    if train_loop_throughput.vocabulary_size(data[0].vocab_file) != vocab_size:
+      padded = train_loop_throughput.write_padded_vocabulary(
           data[0].vocab_file, vocab_size, os.path.join(work_dir, 'vocab.txt'))
       data[0].vocab_file = data[1].vocab_file = padded
     progress(f'{spec["label"]}: teams_tf.train, {spec["loops"]} loops of {spec["steps"]} steps')
-    measured = train_loop.measure(params, experiment, work_dir, spec['loops'], spec['steps'])
+    measured = train_loop_throughput.measure(params, experiment, work_dir, spec['loops'],
+                                             spec['steps'])
   progress(f'{spec["label"]}: {measured["steady_steps_per_second"]:.2f} steps/s steady, first '
            f'loop {measured["first_loop_seconds"]:.1f} s')
   return dict(

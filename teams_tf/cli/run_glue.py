@@ -8,7 +8,7 @@
 `<data_dir>/<task>/{train.tfrecord,dev.tfrecord,meta_data.json}`. Runs go to
 `<output_dir>/<task>/seed_<k>` (finished ones are skipped when run again), the tables to
 `<output_dir>/results.md` and `results.json`; `teams_tf/finetuning/sweep.py` describes the runs and
-`run_params.py` their configs.
+`finetune_config.py` their configs.
 """
 
 import sys

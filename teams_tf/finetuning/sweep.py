@@ -1,8 +1,8 @@
 """A seed sweep of GLUE fine-tuning runs from one pretraining checkpoint.
 
-Each (task, seed) is configured by `run_params.build_params` (the registered `glue_<task>_<size>`
-experiment with the pretraining run's encoder; random-init runs can take such a run's encoder,
-weights aside, from `encoder_from`) and run in this process by Model Garden's
+Each (task, seed) is configured by `finetune_config.build_params` (the registered
+`glue_<task>_<size>` experiment with the pretraining run's encoder; random-init runs can take
+such a run's encoder, weights aside, from `encoder_from`) and run in this process by Model Garden's
 `train_lib.run_experiment` (mode train_and_eval) in `<output_dir>/<task>/seed_<k>`, seeded with
 `tf_keras.utils.set_random_seed(k)` and `task.train_data.seed=k`. Dev predictions from Model
 Garden's `sentence_prediction.predict` are scored with `teams_tf.finetuning.glue_metrics` and
@@ -32,8 +32,8 @@ from official.modeling import hyperparams
 from official.nlp.data import data_loader_factory
 from official.nlp.tasks import sentence_prediction
 
+from teams_tf.finetuning import finetune_config
 from teams_tf.finetuning import glue_metrics
-from teams_tf.finetuning import run_params
 from teams_tf.finetuning import sweep_report
 from teams_tf.registry import experiments
 from teams_tf.training import run_summary
@@ -98,7 +98,7 @@ def best_epoch(run_dir, metric):
 def run_one(experiment, task, seed, run_dir, params, meta, steps_description, dev_data=None):
   """Fine-tunes and evaluates one (task, seed) in `run_dir`; returns the result dict.
 
-  With `dev_data` (a run that validates on a held-out train slice: `run_params.build_params`'
+  With `dev_data` (a run that validates on a held-out train slice: `finetune_config.build_params`'
   `select_epoch`), dev is predicted with the checkpoint of the epoch that scored best on the
   slice, and the result lists every epoch's slice score.
   """
@@ -126,10 +126,11 @@ def run_one(experiment, task, seed, run_dir, params, meta, steps_description, de
   train_seconds = time.time() - start
   selection = None
   if dev_data is not None:
-    step, epochs = best_epoch(run_dir, run_params.VALIDATION_METRICS[params.task.metric_type])
+    metric = finetune_config.VALIDATION_METRICS[params.task.metric_type]
+    step, epochs = best_epoch(run_dir, metric)
     tf.train.Checkpoint(model=model).read(os.path.join(run_dir, f'ckpt-{step}')).expect_partial()
-    selection = dict(by='heldout', metric=run_params.VALIDATION_METRICS[params.task.metric_type],
-                     step=step, epochs=epochs, heldout_examples=meta['heldout_data_size'])
+    selection = dict(by='heldout', metric=metric, step=step, epochs=epochs,
+                     heldout_examples=meta['heldout_data_size'])
   dev_data = dev_data or params.task.validation_data
   with strategy.scope():
     outputs = sentence_prediction.predict(mg_task, dev_data.replace(include_example_id=True),
@@ -188,7 +189,7 @@ class SweepSettings:
       encoder's architecture (not its weights) the runs build, so that a random-init baseline
       has the pretrained encoders' shape (no flag: set by `tools/replicate.py`).
     select_epoch: validate on each task's held-out train slice every epoch and score dev at
-      the best one (`run_params.build_params`), never choosing on dev.
+      the best one (`finetune_config.build_params`), never choosing on dev.
   """
   tasks: Sequence[str]
   seeds: str
@@ -210,7 +211,7 @@ class SweepPlan:
   Attributes:
     tasks: task names in table order.
     seeds: seeds in run order.
-    configs: {(task, seed): `run_params.build_params`' (params, meta, steps description)}.
+    configs: {(task, seed): `finetune_config.build_params`' (params, meta, steps description)}.
     relative_positions: whether the runs are the `*_rel_pos` experiments.
   """
   tasks: list[str]
@@ -232,14 +233,14 @@ def prepare(settings):
   if len(set(tasks)) != len(tasks):
     raise ValueError(f'--tasks={",".join(tasks)} repeats a task.')
   seeds = parse_seeds(settings.seeds)
-  relative_positions = run_params.check_init_checkpoint(settings.init_checkpoint)
-  encoder = run_params.pretraining_encoder(settings.init_checkpoint)
+  relative_positions = finetune_config.check_init_checkpoint(settings.init_checkpoint)
+  encoder = finetune_config.pretraining_encoder(settings.init_checkpoint)
   if settings.encoder_from:
     if settings.init_checkpoint:
       raise ValueError(f'encoder_from={settings.encoder_from} is for random-init runs, but '
                        f'init_checkpoint={settings.init_checkpoint}; give only one of them.')
     # The architecture alone: init_checkpoint stays '', so the weights are random.
-    encoder = run_params.pretraining_encoder(settings.encoder_from)
+    encoder = finetune_config.pretraining_encoder(settings.encoder_from)
     if encoder is None:
       raise ValueError(f'encoder_from={settings.encoder_from} has no params.yaml beside its '
                        'checkpoint; pass the model_dir of a teams_tf.train run.')
@@ -249,7 +250,7 @@ def prepare(settings):
   configs = {}
   for task in tasks:
     for seed in seeds:
-      configs[(task, seed)] = run_params.build_params(
+      configs[(task, seed)] = finetune_config.build_params(
           task, settings.size, seed, settings.data_dir, settings.init_checkpoint,
           settings.train_steps, settings.epochs, settings.params_override, relative_positions,
           encoder, settings.select_epoch)
@@ -286,7 +287,7 @@ def run(settings, plan):
     dev_data = (params.task.validation_data.replace(
         input_path=os.path.join(settings.data_dir, task, 'dev.tfrecord'))
                 if settings.select_epoch else None)
-    result = run_one(run_params.experiment_name(task, settings.size, plan.relative_positions),
+    result = run_one(finetune_config.experiment_name(task, settings.size, plan.relative_positions),
                      task, seed, run_dirs[(task, seed)], params, meta, steps_description,
                      dev_data)
     sweep_report.write_json(os.path.join(run_dirs[(task, seed)], 'result.json'), result)

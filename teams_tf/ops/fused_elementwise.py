@@ -17,7 +17,7 @@ GELU's tanh approximation, `official.modeling.activations.gelu` (Hendrycks & Gim
 a per-call seed and recomputes it in the backward pass rather than keeping it. Layer norm and
 GELU compute in float32 whatever the input dtype and return the input dtype.
 
-`layers/fused_elementwise.py` puts these kernels inside Model Garden's built layers.
+`layers/fused_layers.py` puts these kernels inside Model Garden's built layers.
 """
 
 import numpy as np

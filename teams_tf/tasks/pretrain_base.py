@@ -17,7 +17,7 @@ from official.core import config_definitions as cfg
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
-from teams_tf.layers import fused_elementwise
+from teams_tf.layers import fused_layers
 from teams_tf.losses import classification
 from teams_tf.tasks import init_checkpoint
 from teams_tf.tasks import mlm_baseline
@@ -36,7 +36,7 @@ class PretrainTaskConfig(cfg.TaskConfig):
   # (`tasks/init_checkpoint.py`).
   init_checkpoint_modules: str = 'encoder'
   # Run dropout, layer normalization and the tanh GELU of the model as one XLA kernel per pass
-  # (`layers/fused_elementwise.py`): the same math, fewer memory passes (ELECTRA-small bf16 on CPU:
+  # (`layers/fused_layers.py`): the same math, fewer memory passes (ELECTRA-small bf16 on CPU:
   # `benchmarks/pretrain_throughput.md`). Affects training and validation only; models built for
   # serving or scoring keep plain TensorFlow ops.
   fuse_elementwise_ops: bool = True
@@ -49,7 +49,7 @@ def _create_layers(model, data):
   """Creates every layer of `model` by tracing one training call on `data`'s shapes.
 
   Model Garden's transformer blocks and heads create their sublayers when first called; tracing
-  (nothing runs, no seed stream advances) makes them exist before `fused_elementwise.fuse`.
+  (nothing runs, no seed stream advances) makes them exist before `fused_layers.fuse`.
   """
   words = tf.TensorSpec([1, data.seq_length], tf.int32)
   predictions = tf.TensorSpec([1, data.max_predictions_per_seq], tf.int32)
@@ -123,7 +123,7 @@ class PretrainTask(base_task.Task):
     model = self.build_pretrainer()
     if self.task_config.fuse_elementwise_ops:
       _create_layers(model, self.task_config.train_data)
-      counts = fused_elementwise.fuse(model)
+      counts = fused_layers.fuse(model)
       logging.info('Fused into one XLA kernel per pass: %s (task.fuse_elementwise_ops).',
                    ', '.join(f'{count} {kind}' for kind, count in counts.items()))
     return model

@@ -15,7 +15,7 @@ from official.modeling import hyperparams
 from official.nlp.tasks import sentence_prediction
 
 from teams_tf import registry_imports  # pylint: disable=unused-import
-from teams_tf.finetuning import run_params
+from teams_tf.finetuning import finetune_config
 from teams_tf.finetuning import sweep
 from teams_tf.finetuning import sweep_report
 from teams_tf.models import teams_pretrainer
@@ -98,15 +98,15 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
   def test_relative_position_checkpoints_select_the_rel_pos_experiments(self):
     post_ln = fixtures.save_tiny_pretraining_checkpoint(
         os.path.join(self.get_temp_dir(), 'post_ln'), 'teams_post_ln')
-    self.assertFalse(run_params.check_init_checkpoint(os.path.dirname(post_ln)))
-    self.assertTrue(run_params.check_init_checkpoint(os.path.dirname(self.coco_lm_checkpoint)))
+    self.assertFalse(finetune_config.check_init_checkpoint(os.path.dirname(post_ln)))
+    self.assertTrue(finetune_config.check_init_checkpoint(os.path.dirname(self.coco_lm_checkpoint)))
     # At a paper size that picks the `_rel_pos` twin, COCO-LM's encoder.
-    name = run_params.experiment_name('sst2', 'small', relative_positions=True)
+    name = finetune_config.experiment_name('sst2', 'small', relative_positions=True)
     encoder = exp_factory.get_exp_config(name).task.model.encoder
     self.assertEqual(('glue_sst2_small_rel_pos', 'any', 32),
                      (name, encoder.type, encoder.any.relative_position_num_buckets))
     # The demo has one kind, relative positions at the demo recipe's scale.
-    params, _, _ = run_params.build_params(
+    params, _, _ = finetune_config.build_params(
         'sst2', 'demo', 1, self.data_dir, os.path.dirname(self.coco_lm_checkpoint),
         train_steps=2)
     self.assertEqual('any', params.task.model.encoder.type)
@@ -124,8 +124,8 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
         encoder=encoder_config, relative_position_bias=True, relative_position_bias_scale=10.0)
     model = _write_teams_run(run_dir, model_config)
 
-    encoder = run_params.pretraining_encoder(run_dir)
-    params, _, _ = run_params.build_params('sst2', 'demo', 1, self.data_dir, run_dir,
+    encoder = finetune_config.pretraining_encoder(run_dir)
+    params, _, _ = finetune_config.build_params('sst2', 'demo', 1, self.data_dir, run_dir,
                                            train_steps=2, encoder=encoder)
     built = params.task.model.encoder.any
     self.assertTrue(built.norm_first)
@@ -142,7 +142,7 @@ class SweepTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(model.discriminator_network(inputs)['sequence_output'],
                         restored(inputs)['sequence_output'], atol=1e-5)
     # Without a params.yaml the size's encoder stays.
-    self.assertIsNone(run_params.pretraining_encoder(os.path.dirname(self.checkpoint)))
+    self.assertIsNone(finetune_config.pretraining_encoder(os.path.dirname(self.checkpoint)))
 
   def test_encoder_from_gives_a_random_init_run_the_shape_of_a_pretraining_run(self):
     # A post-LN, absolute-position TEAMS run with the fixtures' vocabulary: its kept encoder

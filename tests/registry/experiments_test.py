@@ -134,7 +134,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
       params.task.model.relative_position_bias = False
     params.task.train_data, params.task.validation_data = testing_utils.sample_data_configs()
     # What is checked here (every head reached by a loss, a finite step) does not depend on the
-    # fused elementwise kernels (tests/layers/fused_elementwise_test.py), whose set-up would
+    # fused elementwise kernels (tests/layers/fused_layers_test.py), whose set-up would
     # triple the build time of each of these models.
     params.task.fuse_elementwise_ops = False
     task = task_factory.get_task(params.task)

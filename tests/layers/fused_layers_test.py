@@ -8,7 +8,7 @@ import tf_keras
 from official.core import task_factory
 from official.modeling import activations
 
-from teams_tf.layers import fused_elementwise
+from teams_tf.layers import fused_layers
 from teams_tf.ops import replica_random
 from tests import testing_utils
 
@@ -18,7 +18,7 @@ class DropoutTest(tf.test.TestCase):
   def test_keep_rate_scaling_and_gradient_mask(self):
     rate = 0.1
     x = tf.constant(np.random.default_rng(2).uniform(1, 2, size=(16, 4, 32, 32)), tf.float32)
-    layer = fused_elementwise.Dropout(rate)
+    layer = fused_layers.Dropout(rate)
     with tf.GradientTape() as tape:
       tape.watch(x)
       y = layer(x, training=True)
@@ -38,8 +38,8 @@ class DropoutTest(tf.test.TestCase):
 
   def test_identity_outside_training_and_at_rate_zero(self):
     x = tf.random.normal([4, 8])
-    self.assertAllEqual(x, fused_elementwise.Dropout(0.5)(x, training=False))
-    self.assertAllEqual(x, fused_elementwise.Dropout(0.0)(x, training=True))
+    self.assertAllEqual(x, fused_layers.Dropout(0.5)(x, training=False))
+    self.assertAllEqual(x, fused_layers.Dropout(0.0)(x, training=True))
 
 
 class FuseTest(tf.test.TestCase):
@@ -61,7 +61,7 @@ class FuseTest(tf.test.TestCase):
     seed_states = [seed.numpy() for seed in seeds]
     before = model(batch, training=False)
     names = sorted(variable.name for variable in model.variables)
-    counts = fused_elementwise.fuse(model)
+    counts = fused_layers.fuse(model)
     remaining = [layer.name for layer in model.submodules
                  if type(layer) in (tf_keras.layers.Dropout, tf_keras.layers.LayerNormalization)
                  or getattr(layer, 'activation', None) is activations.gelu]
@@ -80,14 +80,14 @@ class FuseTest(tf.test.TestCase):
     # Built by the task with the default config, the model is fused already.
     params.task.fuse_elementwise_ops = True
     self.assertEqual(dict(dropout=0, layer_norm=0, gelu=0),
-                     fused_elementwise.fuse(task_factory.get_task(params.task).build_model()))
+                     fused_layers.fuse(task_factory.get_task(params.task).build_model()))
 
   def test_a_model_without_model_gardens_layers_is_a_one_line_error(self):
     # What an upstream Model Garden whose blocks stopped creating tf_keras layers looks like.
     model = tf_keras.Sequential([tf_keras.Input((3,)), tf_keras.layers.Dense(2)])
     with self.assertRaisesRegex(RuntimeError, r'^tf-models-official \S+: the model holds no '
                                 r'tf_keras Dropout.*fuse_elementwise_ops=false'):
-      fused_elementwise.fuse(model)
+      fused_layers.fuse(model)
 
 
 if __name__ == '__main__':

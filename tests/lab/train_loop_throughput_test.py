@@ -5,7 +5,7 @@ import statistics
 
 import tensorflow as tf
 
-from teams_lab import train_loop
+from teams_lab import train_loop_throughput
 from teams_tf.data import embedded
 from teams_tf.data import tokenization
 from tests import testing_utils
@@ -15,9 +15,9 @@ class TrainLoopTest(tf.test.TestCase):
 
   def test_padded_vocabulary_tokenizes_like_the_sample_and_has_the_model_size(self):
     size = testing_utils.sample_vocab_size() + 50
-    path = train_loop.write_padded_vocabulary(
+    path = train_loop_throughput.write_padded_vocabulary(
         'sample:vocab', size, os.path.join(self.get_temp_dir(), 'vocab.txt'))
-    self.assertEqual(size, train_loop.vocabulary_size(path))
+    self.assertEqual(size, train_loop_throughput.vocabulary_size(path))
     sample = tokenization.load_vocabulary(embedded.resolve_path('sample:vocab'))
     padded = tokenization.load_vocabulary(path)
     self.assertEqual(sample.tokens, padded.tokens[:sample.size])
@@ -25,14 +25,15 @@ class TrainLoopTest(tf.test.TestCase):
     self.assertAllEqual(tokenization.build_tokenizer(sample).tokenize(text).flat_values,
                         tokenization.build_tokenizer(padded).tokenize(text).flat_values)
     with self.assertRaisesRegex(ValueError, 'more than vocab_size 10'):
-      train_loop.write_padded_vocabulary('sample:vocab', 10, path)
+      train_loop_throughput.write_padded_vocabulary('sample:vocab', 10, path)
 
   def test_measure_reads_every_loop_of_a_real_run(self):
     params = testing_utils.two_layer_demo_experiment('bert')
     for data in (params.task.train_data, params.task.validation_data):
       data.seq_length, data.max_predictions_per_seq, data.global_batch_size = 32, 5, 4
     work_dir = self.get_temp_dir()
-    measured = train_loop.measure(params, 'bert_demo', work_dir, loops=3, steps_per_loop=2)
+    measured = train_loop_throughput.measure(params, 'bert_demo', work_dir, loops=3,
+                                             steps_per_loop=2)
 
     rates = measured['loop_steps_per_second']
     self.assertLen(rates, 3)
@@ -54,11 +55,13 @@ class TrainLoopTest(tf.test.TestCase):
     params.task.train_data.input_path = os.path.join(self.get_temp_dir(), 'missing-*.txt')
     with self.assertRaisesRegex(RuntimeError,
                                 r'teams_tf.train .* exited with 1: error: .*missing-'):
-      train_loop.measure(params, 'bert_demo', self.get_temp_dir(), loops=2, steps_per_loop=1)
+      train_loop_throughput.measure(params, 'bert_demo', self.get_temp_dir(), loops=2,
+                                    steps_per_loop=1)
 
   def test_one_loop_is_an_error(self):
     with self.assertRaisesRegex(ValueError, 'loops=1: need >= 2'):
-      train_loop.measure(None, 'bert_demo', self.get_temp_dir(), loops=1, steps_per_loop=2)
+      train_loop_throughput.measure(None, 'bert_demo', self.get_temp_dir(), loops=1,
+                                    steps_per_loop=2)
 
 
 if __name__ == '__main__':
