@@ -21,6 +21,8 @@ import tensorflow as tf
 
 from official.core import exp_factory
 
+from teams_lab import child_processes
+from teams_lab import research_variants  # noqa: F401  (registers the mini variants)
 from teams_tf.data import corpus
 from teams_tf.data import tokenization
 from teams_tf.preprocessing import pretraining_records
@@ -186,7 +188,7 @@ def mini_runs() -> dict[str, str]:
 
   A run is named by its experiment without `_mini`: `electra` trains `electra_mini`, and
   `electra_corrupt15` the variant `electra_mini_corrupt15`, a recipe change under test. The
-  experiments must be registered (import `teams_tf.registry_imports`).
+  experiments are registered by importing this module (the variants: `research_variants`).
   """
   runs = {objective: f'{objective}_mini' for objective in OBJECTIVES}
   for name in experiments.experiment_names():
@@ -343,8 +345,8 @@ def final_run_dir(setup: Setup, objective: str, result: dict) -> str:
 
 
 def train_command(objective: str, setup: Setup) -> list[str]:
-  """The `teams_tf.train` command line of one run (an objective or a variant: `mini_runs`)."""
-  return [sys.executable, '-m', 'teams_tf.train', f'--experiment={mini_runs()[objective]}',
+  """The `teams_lab.train` command line of one run (an objective or a variant: `mini_runs`)."""
+  return [sys.executable, '-m', 'teams_lab.train', f'--experiment={mini_runs()[objective]}',
           '--mode=train_and_eval', f'--model_dir={run_dir(setup, objective)}',
           f'--params_override={overrides(setup)}'] + (
               [] if setup.seed is None else [f'--seed={setup.seed}'])
@@ -450,9 +452,10 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
       f'({setup.max_train_flops / flops_per_step:,.0f} steps); log in {model_dir}.log')
   start = time.monotonic()
   with open(model_dir + '.log', 'a') as out:
-    status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False,
+                            env=child_processes.environment()).returncode
   if status:
-    log(f'{objective}: teams_tf.train exited with {status}; see {model_dir}.log')
+    log(f'{objective}: teams_lab.train exited with {status}; see {model_dir}.log')
     return None
   rows = curve(model_dir, flops_per_step)
   result = dict(objective=objective, experiment=mini_runs()[objective], command=command,

@@ -60,6 +60,7 @@ import threading
 import time
 from typing import Sequence
 
+from teams_lab import child_processes
 from teams_lab import pretrain_report
 from teams_lab import pretrain_variants as variants
 from teams_tf.utils import hardware
@@ -199,10 +200,7 @@ def _run_child(job, spec, directory, prefix, timeout):
   spec['output'] = os.path.join(directory, f'result_{spec["index"]}.json')
   with open(spec_path, 'w') as f:
     json.dump(spec, f)
-  # teams_lab is not installed: the child finds it where this process did.
-  clone = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='1',
-             PYTHONPATH=os.pathsep.join(filter(None, [clone, os.environ.get('PYTHONPATH')])))
+  env = child_processes.environment(TF_CPP_MIN_LOG_LEVEL='1')
   process = subprocess.Popen(  # pylint: disable=consider-using-with
       [sys.executable, '-m', 'teams_lab.pretrain_variants', spec_path],
       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)

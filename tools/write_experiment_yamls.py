@@ -23,7 +23,7 @@ _OUTPUT_DIR = flags.DEFINE_string(
 
 
 def main(_):
-  for name in experiments.experiment_names():
+  for name in experiments.experiment_names(include_research=False):
     path = os.path.join(_OUTPUT_DIR.value, experiments.yaml_path(name))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     hyperparams.save_params_dict_to_yaml(exp_factory.get_exp_config(name), path)

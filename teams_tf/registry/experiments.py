@@ -10,7 +10,8 @@ Every experiment is `<objective>_<size>[_<variant>]`, built by `pretraining_expe
     `demo` (3 minutes on a laptop CPU) and `mini` (the learning benchmark) are small encoders
     on the embedded sample with one low-budget recipe for every objective (`_LowBudgetRecipe`);
   variants: the ablations of TEAMS Tables 3 and 4 and Figure 5 and of COCO-LM Table 3
-    (`_VARIANTS`), each a few model fields over its base experiment. TEAMS Figure 4 (generator
+    (`_VARIANTS`), each a few model fields over its base experiment; variants not from a paper
+    are registered by whoever studies them (`register_variant`; teams_lab's own). TEAMS Figure 4 (generator
     depth), Figure 5's K and COCO-LM Figure 4's crop fraction are one override each
     (`task.model.num_generator_layers`, `task.model.num_negatives`,
     `task.model.crop_fraction`); see docs/experiments.md.
@@ -26,7 +27,6 @@ import typing
 from typing import Callable, Optional
 
 from official.core import config_definitions as cfg
-from official.core import exp_factory
 from official.nlp.configs import encoders as mg_encoders
 
 from teams_tf.configs import encoders
@@ -36,6 +36,7 @@ from teams_tf.configs import trainer
 from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
+from teams_tf.registry import catalog
 from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import script_task
@@ -116,8 +117,11 @@ _OBJECTIVES = {
 }
 
 @dataclasses.dataclass(frozen=True)
-class _Variant:
+class Variant:
   """An ablation or baseline: a few model fields over `objective`'s experiment.
+
+  The papers' ablations are registered here; a research variant is registered by whoever
+  studies it (`register_variant`; teams_tf's own are in `teams_lab/experiments.py`).
 
   Attributes:
     objective: the objective it modifies.
@@ -134,160 +138,82 @@ class _Variant:
   paper: Optional[str] = None
 
 
-def _without_mws(encoder, **fields) -> dict:
-  """TEAMS' model fields without the MWS loss and head, plus `fields`.
-
-  The attention RTD head moves from layer L - 1 to L, which MWS's head would otherwise read:
-  left on L - 1, layer L would get no gradient and be kept untrained.
-  """
-  return dict(mws_loss_weight=0.0, rtd_head_input_layer=encoder.num_layers, **fields)
-
-
 # Table 4 reports small and base, COCO-LM Table 3 base, TACO §5.2 base; mini for the learning
 # benchmark.
 _ABLATION_SIZES = ('small', 'base', 'mini')
 _VARIANTS = {
-    'teams_reimpl': _Variant(
+    'teams_reimpl': Variant(
         'electra', "the TEAMS paper's ELECTRA reimplementation (half-depth, full-width "
         'generator, §4.1); Table 2 "Only RTD"',
         lambda size, encoder: dict(num_generator_layers=None, generator_width_fraction=1.0),
         ('small', 'base', 'large', 'mini')),
-    'ffn_heads': _Variant(
+    'ffn_heads': Variant(
         'teams', 'Table 3 "Use FFN task heads" (per-token FFN RTD head on layer L)',
         lambda size, encoder: dict(rtd_head_type='ffn'), ('small', 'mini')),
     # This and the next keep a stack that is not the discriminator, which a relative position
     # bias rules out (`teams_pretrainer.resolve_layout`): no mini.
-    'top_task_layers': _Variant(
+    'top_task_layers': Variant(
         'teams', 'Table 3 "Add task head on 12th layer" (two task layers on layer L; kept '
         'encoder has L + 1 layers)',
         lambda size, encoder: dict(rtd_head_input_layer=encoder.num_layers, mws_task_layer=True),
         ('small',)),
-    'rtd_outputs': _Variant(
+    'rtd_outputs': Variant(
         'teams', 'Table 3 "Use RTD task head outputs" (kept encoder: layers 1..L-1 + RTD task '
         'layer)', lambda size, encoder: dict(exported_representation='rtd_task_layer'),
         ('small',)),
-    'full_tie': _Variant(
+    'full_tie': Variant(
         'teams', 'Table 4 "Full Tie" (every generator layer is a discriminator layer)',
         lambda size, encoder: dict(num_shared_layers=max(1, encoder.num_layers // 2)),
         _ABLATION_SIZES),
-    'no_tie': _Variant(
+    'no_tie': Variant(
         'teams', 'Table 4 "No Tie" (generator and discriminator share only embeddings)',
         lambda size, encoder: dict(num_shared_layers=0), _ABLATION_SIZES),
-    'hardest': _Variant(
+    'hardest': Variant(
         'teams', 'Figure 5 "Hardest" (the K most likely non-original tokens as negatives)',
         lambda size, encoder: dict(candidate_sampling='hardest'), ('small', 'mini')),
     # COCO-LM Table 3, each one component eliminated (w/o.), kept (Only) or switched (w.).
-    'rtd_only': _Variant(
+    'rtd_only': Variant(
         'coco_lm', 'COCO-LM Table 3 "RTD Only" (the copy/RTD loss alone: no LM, no SCL)',
         lambda size, encoder: dict(lm_loss_weight=0.0, scl_loss_weight=0.0), _ABLATION_SIZES),
-    'clm_only': _Variant(
+    'clm_only': Variant(
         'coco_lm', 'COCO-LM Table 3 "CLM Only" (no SCL)',
         lambda size, encoder: dict(scl_loss_weight=0.0), _ABLATION_SIZES),
-    'scl_rtd': _Variant(
+    'scl_rtd': Variant(
         'coco_lm', 'COCO-LM Table 3 "SCL + RTD" (no language-model part of CLM)',
         lambda size, encoder: dict(lm_loss_weight=0.0), _ABLATION_SIZES),
-    'no_rel_pos': _Variant(
+    'no_rel_pos': Variant(
         'coco_lm', 'COCO-LM Table 3 "w/o. Rel-Pos" (absolute positions only; kept encoder is a '
         'BertEncoderV2)', lambda size, encoder: dict(relative_position_bias=False),
         _ABLATION_SIZES),
-    'electra_aux': _Variant(
+    'electra_aux': Variant(
         'coco_lm', "COCO-LM Table 3 \"w. ELECTRA's Auxiliary\" (as deep as the main model, "
         "ELECTRA's width)",
         lambda size, encoder: dict(num_generator_layers=encoder.num_layers,
                                    generator_width_fraction=_ELECTRA_GENERATOR_WIDTH[size]),
         _ABLATION_SIZES),
-    'random_replace': _Variant(
+    'random_replace': Variant(
         'coco_lm', 'COCO-LM Table 3 "w. Random Replacements" (no auxiliary model)',
         lambda size, encoder: dict(replacement='random'), _ABLATION_SIZES),
-    'all_token_lm': _Variant(
+    'all_token_lm': Variant(
         'coco_lm', 'COCO-LM Table 3 "All-Token LM Only" (ELECTRA\'s All-Token MLM: LM with '
         'copy on every token, no copy loss, no stop-gradient)',
         lambda size, encoder: dict(lm_positions='all', copy_loss_weight=0.0,
                                    clm_stop_gradient=False), _ABLATION_SIZES),
-    'no_copy': _Variant(
+    'no_copy': Variant(
         'coco_lm', 'COCO-LM Table 3 "CLM w/o. Copy" (p_LM is the plain softmax)',
         lambda size, encoder: dict(copy_mechanism=False), _ABLATION_SIZES),
-    'no_stop_grad': _Variant(
+    'no_stop_grad': Variant(
         'coco_lm', 'COCO-LM Table 3 "CLM w/o. Stop-grad" (L_LM also trains p_copy)',
         lambda size, encoder: dict(clm_stop_gradient=False), _ABLATION_SIZES),
-    # Not from a paper: with the mini recipe's 40% masking more than a quarter of every
-    # discriminator input is fake (benchmarks/learning_recipe.md, "Encoders that fine-tune worse
-    # than random init"); this corrupts as many tokens as ELECTRA's 15% masking does.
-    'corrupt15': _Variant(
-        'electra', 'the discriminator input corrupted at 15% of the tokens, a random subset of '
-        'the masked positions (`corruption_fraction` 0.15 / mask rate; not from a paper)',
-        lambda size, encoder: dict(
-            corruption_fraction=round(0.15 / _LOW_BUDGET_RECIPES[size].mask_rate, 6)),
-        ('mini',)),
-    # Not from a paper: [CLS] and [SEP] are never replaced, so RTD over every token teaches them
-    # only "original", and [CLS] is what sentence classifiers read (benchmarks/learning_recipe.md,
-    # "Fewer fake tokens do not help").
-    'text_rtd': _Variant(
-        'electra', 'the RTD loss over the text tokens only, [CLS] and [SEP] left out '
-        "(`rtd_loss_positions='text'`; not from a paper)",
-        lambda size, encoder: dict(rtd_loss_positions='text'), ('mini',)),
-    # Not from a paper's setting but from ELECTRA's own search grid for λ (1, 10, 20, 50, 100;
-    # Clark et al. 2020, Appendix A): at the mini budget's end λ=50 weights RTD's loss at about
-    # 5 times the generator's MLM loss, through the embeddings the two share
-    # (benchmarks/learning_recipe.md, "The ELECTRA variants and MWS-only on the wider grid").
-    'rtd10': _Variant(
-        'electra', 'the RTD loss weighted λ=10 instead of ELECTRA\'s 50 (a value of ELECTRA\'s '
-        'own search grid; not its chosen setting)',
-        lambda size, encoder: dict(rtd_loss_weight=10.0), ('mini',)),
-    # Not from a paper: ELECTRA at TEAMS' RTD weight, the converse of `no_mws_rtd50`, which lost
-    # TEAMS' features to ELECTRA's level at weight 50 (benchmarks/learning_recipe.md, "TEAMS
-    # without MWS at ELECTRA's RTD weight").
-    'rtd5': _Variant(
-        'electra', 'the RTD loss weighted λ=5, TEAMS\' λ1, instead of ELECTRA\'s 50 (not from '
-        'a paper)',
-        lambda size, encoder: dict(rtd_loss_weight=5.0), ('mini',)),
-    # Not from a paper: `rtd5` with one of the two settings that still separate it from
-    # `teams_mini_no_mws`, whose layers keep STS-B's token similarity where `rtd5`'s lose it
-    # (benchmarks/learning_recipe.md, "ELECTRA at TEAMS' RTD weight").
-    'rtd5_attention_head': _Variant(
-        'electra', 'the RTD loss weighted λ=5 and read by TEAMS\' attention head on layer L '
-        'instead of the per-token dense head (not from a paper)',
-        lambda size, encoder: dict(rtd_loss_weight=5.0, rtd_head_type='attention',
-                                   rtd_head_input_layer=encoder.num_layers), ('mini',)),
-    # Not from a paper: the other setting, TEAMS' generator shape without its shared layer (No
-    # Tie, which has none, keeps the similarity).
-    'rtd5_teams_generator': _Variant(
-        'electra', 'the RTD loss weighted λ=5 with TEAMS\' generator: half depth at full width, '
-        'sharing only the embeddings (not from a paper)',
-        lambda size, encoder: dict(rtd_loss_weight=5.0, num_generator_layers=None,
-                                   generator_width_fraction=1.0), ('mini',)),
-    # Not from a paper (Table 2's "Only RTD" is ELECTRA's layout, `teams_reimpl`): TEAMS' RTD
-    # alone at TEAMS' own layout, to tell what keeps TEAMS' features where ELECTRA's lose them
-    # (benchmarks/learning_recipe.md, "TEAMS without its shared layer").
-    'no_mws': _Variant(
-        'teams', 'TEAMS without the MWS loss and head (RTD at weight 5, attention head on layer L, '
-        'shared layer; not from a paper)',
-        lambda size, encoder: _without_mws(encoder), ('mini',)),
-    # Not from a paper: `no_mws` at ELECTRA's RTD weight. Of the settings that still separate it
-    # from ELECTRA (RTD weight, head, generator), the one an earlier run (`rtd10`) tied to
-    # ELECTRA's lost features.
-    'no_mws_rtd50': _Variant(
-        'teams', 'TEAMS without the MWS loss and head, RTD at ELECTRA\'s weight 50 instead of '
-        'TEAMS\' 5 (attention head on layer L, shared layer; not from a paper)',
-        lambda size, encoder: _without_mws(encoder, rtd_loss_weight=50.0), ('mini',)),
-    # Not from a paper: `no_mws` without its shared layer, which is `rtd5` with both of TEAMS'
-    # settings that neither `rtd5_attention_head` nor `rtd5_teams_generator` alone made keep the
-    # STS-B similarity (benchmarks/learning_recipe.md, "ELECTRA at weight 5 with TEAMS' head, or
-    # with TEAMS' generator").
-    'no_mws_no_tie': _Variant(
-        'teams', 'TEAMS without the MWS loss and head and without the shared layer (RTD at '
-        'weight 5, attention head on layer L, generator and discriminator share only '
-        'embeddings; not from a paper)',
-        lambda size, encoder: _without_mws(encoder, num_shared_layers=0), ('mini',)),
     # TACO §5.2 ablations and its MLM baseline.
-    'concentrated': _Variant(
+    'concentrated': Variant(
         'taco', 'TACO §5.2 "concentrated TACO" (TC on the masked positions only)',
         lambda size, encoder: dict(tc_positions='masked'), _ABLATION_SIZES),
-    'mlm_tp': _Variant(
+    'mlm_tp': Variant(
         'taco', 'TACO §5.2 "MLM+TP" (token prediction on every position)',
         lambda size, encoder: dict(mlm_positions='all'), _ABLATION_SIZES),
     # mini is one recipe for every objective: TACO's settings make no mini of their own.
-    'taco_settings': _Variant(
+    'taco_settings': Variant(
         'bert', "TACO's Table 5 architecture and optimisation (its MLM baseline)",
         lambda size, encoder: {}, ('small', 'base'), paper='taco'),
 }
@@ -484,6 +410,11 @@ def low_budget_encoder_config(size):
   return encoder
 
 
+def low_budget_mask_rate(size):
+  """The training mask rate of the `*_demo` or `*_mini` runs."""
+  return _LOW_BUDGET_RECIPES[size].mask_rate
+
+
 def relative_position_bias_scale(size):
   """The relative position bias scale of the `*_demo` or `*_mini` runs (fine-tuning keeps it)."""
   return _LOW_BUDGET_RECIPES[size].relative_position_bias_scale
@@ -570,18 +501,29 @@ def experiment_name(objective, size, variant=None):
   return '_'.join([objective, size] + ([variant] if variant else []))
 
 
-def _register(objective, size, variant=None):
-  name = experiment_name(objective, size, variant)
+def _register(objective, size, variant=None, research=False):
   description = f'{_OBJECTIVES[objective].description}; {_size_description(objective, size)}'
   if variant:
     description = (f'{objective}_{size} with {_VARIANTS[variant].description}; '
                    f'{_size_description(objective, size, variant)}')
+  catalog.register(experiment_name(objective, size, variant), description,
+                   lambda: pretraining_experiment(objective, size, variant), research)
 
-  def factory():
-    return pretraining_experiment(objective, size, variant)
 
-  factory.__doc__ = description
-  exp_factory.register_config_factory(name)(factory)
+def register_variant(name: str, variant: Variant) -> None:
+  """Registers `<objective>_<size>_<name>` at each of `variant.sizes`.
+
+  Raises:
+    ValueError: a variant of that name already registered, or an unknown objective.
+  """
+  if name in _VARIANTS:
+    raise ValueError(f'Variant {name!r} is already registered ({_VARIANTS[name].description}).')
+  if variant.objective not in _OBJECTIVES:
+    raise ValueError(f'Variant {name!r}: unknown objective {variant.objective!r}; use one of '
+                     f'{sorted(_OBJECTIVES)}.')
+  _VARIANTS[name] = variant
+  for size in variant.sizes:
+    _register(variant.objective, size, name, research=True)
 
 
 for _objective in _OBJECTIVES:
@@ -607,16 +549,8 @@ def split_name(name):
                    f'{sorted(_OBJECTIVES)}, size in {sorted(_SIZE_DESCRIPTIONS)}.')
 
 
-def experiment_names():
-  """Names of the experiments this package registers, sorted."""
-  registered = exp_factory._REGISTERED_CONFIGS  # pylint: disable=protected-access
-  return sorted(name for name, factory in registered.items()
-                if factory.__module__.startswith('teams_tf.'))
-
-
-def describe(name):
-  """One-line description of a registered experiment (its factory's docstring)."""
-  return exp_factory._REGISTERED_CONFIGS[name].__doc__  # pylint: disable=protected-access
+experiment_names = catalog.experiment_names
+describe = catalog.describe
 
 
 def yaml_path(name):

@@ -22,7 +22,6 @@ import dataclasses
 import typing
 
 from official.core import config_definitions as cfg
-from official.core import exp_factory
 from official.nlp.configs import encoders
 from official.nlp.data import question_answering_dataloader
 from official.nlp.data import sentence_prediction_dataloader
@@ -30,6 +29,7 @@ from official.nlp.tasks import question_answering
 
 from teams_tf.configs import encoders as encoder_sizes
 from teams_tf.configs import optimization
+from teams_tf.registry import catalog
 from teams_tf.registry import experiments
 from teams_tf.tasks import sentence_prediction_task
 
@@ -185,11 +185,7 @@ def squad_experiment(version, size, relative_positions=False):
 
 
 def _register(name, description, factory, *args):
-  def registered():
-    return factory(*args)
-
-  registered.__doc__ = description
-  exp_factory.register_config_factory(name)(registered)
+  catalog.register(name, description, lambda: factory(*args))
 
 
 # Encoder kinds: (name suffix, relative positions, description).
