@@ -119,6 +119,15 @@ def sample_data_configs():
                                                  **data))
 
 
+def unreached_variables(task, model, batch):
+  """(names of the trainable variables no loss reaches, the loss) of one forward pass on `batch`:
+  a head left without a task has no gradient."""
+  with tf.GradientTape() as tape:
+    loss = task.build_losses(batch, model(batch, training=True))
+  gradients = tape.gradient(loss, model.trainable_variables)
+  return [v.name for v, g in zip(model.trainable_variables, gradients) if g is None], loss
+
+
 def sample_task_config(task_config_cls, model_config):
   """A pretraining task config over the embedded sample (see `sample_data_configs`).
 

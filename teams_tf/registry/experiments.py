@@ -11,9 +11,9 @@ Every experiment is `<objective>_<size>[_<variant>]`, built by `pretraining_expe
     on the embedded sample with one low-budget recipe for every objective (`_LowBudgetRecipe`);
   variants: the ablations of TEAMS Tables 3 and 4 and Figure 5 and of COCO-LM Table 3
     (`_VARIANTS`), each a few model fields over its base experiment; variants not from a paper
-    are registered by whoever studies them (`register_variant`; teams_lab's own). TEAMS Figure 4 (generator
-    depth), Figure 5's K and COCO-LM Figure 4's crop fraction are one override each
-    (`task.model.num_generator_layers`, `task.model.num_negatives`,
+    are registered by whoever studies them (`register_variant`; teams_lab's own). TEAMS
+    Figure 4 (generator depth), Figure 5's K and COCO-LM Figure 4's crop fraction are one
+    override each (`task.model.num_generator_layers`, `task.model.num_negatives`,
     `task.model.crop_fraction`); see docs/experiments.md.
 Their default data is the embedded sample so that any experiment builds and starts anywhere;
 point `task.train_data.input_path` (and `vocab_file` + `task.model.encoder.vocab_size`) at a real

@@ -49,11 +49,8 @@ class ResearchVariantsTest(tf.test.TestCase, parameterized.TestCase):
     task = task_factory.get_task(params.task)
     model = task.build_model()
     batch = next(iter(task.build_inputs(params.task.train_data)))
-    with tf.GradientTape() as tape:
-      loss = task.build_losses(batch, model(batch, training=True))
-    gradients = tape.gradient(loss, model.trainable_variables)
-    self.assertEqual([], [v.name for v, g in zip(model.trainable_variables, gradients)
-                          if g is None])
+    unreached, loss = testing_utils.unreached_variables(task, model, batch)
+    self.assertEqual([], unreached)
     self.assertTrue(np.isfinite(float(loss)))
 
   def test_corrupt15_corrupts_as_many_tokens_as_15_percent_masking(self):
