@@ -121,7 +121,7 @@ class Variant:
   """An ablation or baseline: a few model fields over `objective`'s experiment.
 
   The papers' ablations are registered here; a research variant is registered by whoever
-  studies it (`register_variant`; teams_tf's own are in `teams_lab/experiments.py`).
+  studies it (`register_variant`; teams_tf's own are in `teams_lab/research_variants.py`).
 
   Attributes:
     objective: the objective it modifies.
