@@ -11,6 +11,7 @@ it ends, so the report fills in across sessions. The report (`learning.md`, `lea
 
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -421,6 +422,12 @@ def verdicts(objective: str, last: dict) -> list[dict]:
   return rows
 
 
+def _checkpoint_step(model_dir: str) -> int:
+  """The step of the latest checkpoint in `model_dir`; 0 when it holds none."""
+  prefix = tf.train.latest_checkpoint(model_dir)
+  return 0 if prefix is None else checkpoints.global_step(prefix)
+
+
 def result_path(setup: Setup, objective: str) -> str:
   return _result_file(setup.out_dir, objective)
 
@@ -448,15 +455,24 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   model_dir = run_dir(setup, objective)
   os.makedirs(setup.work_dir, exist_ok=True)
   command = train_command(objective, setup)
-  log(f'{objective}: training to {setup.max_train_flops:.3g} FLOPs '
-      f'({setup.max_train_flops / flops_per_step:,.0f} steps); log in {model_dir}.log')
+  budget_steps = math.floor(setup.max_train_flops / flops_per_step)
   start = time.monotonic()
-  with open(model_dir + '.log', 'a') as out:
-    status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False,
-                            env=child_processes.environment()).returncode
-  if status:
-    log(f'{objective}: teams_lab.train exited with {status}; see {model_dir}.log')
-    return None
+  reached = _checkpoint_step(model_dir)
+  if reached >= budget_steps:
+    # Trained to its budget, but its result was never written (the run was stopped after its
+    # last checkpoint, or the result's folder was gone): teams_lab.train would refuse to train
+    # a model_dir with nothing left to do.
+    log(f'{objective}: {model_dir} is already at step {reached:,} of {budget_steps:,}; '
+        'writing its result without training')
+  else:
+    log(f'{objective}: training to {setup.max_train_flops:.3g} FLOPs '
+        f'({budget_steps:,} steps); log in {model_dir}.log')
+    with open(model_dir + '.log', 'a') as out:
+      status = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False,
+                              env=child_processes.environment()).returncode
+    if status:
+      log(f'{objective}: teams_lab.train exited with {status}; see {model_dir}.log')
+      return None
   rows = curve(model_dir, flops_per_step)
   result = dict(objective=objective, experiment=mini_runs()[objective], command=command,
                 setup=dataclasses.asdict(setup),

@@ -178,6 +178,26 @@ class LearningTest(tf.test.TestCase):
     with open(os.path.join(setup.out_dir, 'learning.md')) as f:
       self.assertIn(f'training FLOPs per step; trained on {hardware.description()}.', f.read())
 
+  def test_a_run_at_its_budget_without_a_result_is_not_trained_again(self):
+    setup = _setup(self.get_temp_dir())
+    os.makedirs(setup.out_dir)
+    # 1e12 FLOPs at 3e9 per step is 333 steps; the run got there, its result write did not.
+    save_checkpoint(learning.run_dir(setup, 'bert'), 333)
+    rows = [dict(step=333, flops=333 * 3e9, train_seconds=20.0, mlm_accuracy=0.5)]
+    with mock.patch.object(learning.subprocess, 'run') as train, \
+        mock.patch.object(learning, 'curve', return_value=rows):
+      result = learning.run_objective('bert', setup, 3e9, log=lambda _: None)
+    train.assert_not_called()
+    self.assertEqual(rows, result['curve'])
+    self.assertTrue(os.path.exists(learning.result_path(setup, 'bert')))
+    # One step short of the budget, it resumes.
+    save_checkpoint(learning.run_dir(setup, 'electra'), 332)
+    with mock.patch.object(learning.subprocess, 'run',
+                           return_value=mock.Mock(returncode=0)) as train, \
+        mock.patch.object(learning, 'curve', return_value=rows):
+      learning.run_objective('electra', setup, 3e9, log=lambda _: None)
+    train.assert_called_once()
+
   def test_runs_share_data_and_budget_overrides(self):
     setup = _setup(self.get_temp_dir())
     command = learning.train_command('electra', setup)
