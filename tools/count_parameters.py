@@ -42,7 +42,7 @@ def main(_):
   logging.set_verbosity(logging.WARNING)  # Model Garden logs every encoder's full config.
   names = _EXPERIMENTS.value or [
       name for name in experiments.experiment_names()
-      if experiments.yaml_path(name).startswith('pretraining/') and
+      if experiments.is_pretraining(name) and
       experiments.split_name(name)[1] in _PAPER_SIZES]
   rows = []
   for i, name in enumerate(names, 1):

@@ -551,9 +551,4 @@ def split_name(name):
 
 experiment_names = catalog.experiment_names
 describe = catalog.describe
-
-
-def yaml_path(name):
-  """Path of an experiment's YAML mirror under `experiments/`."""
-  kind = 'finetuning' if name.startswith(('glue_', 'squad_')) else 'pretraining'
-  return f'{kind}/{name}.yaml'
+is_pretraining = catalog.is_pretraining

@@ -185,7 +185,7 @@ def squad_experiment(version, size, relative_positions=False):
 
 
 def _register(name, description, factory, *args):
-  catalog.register(name, description, lambda: factory(*args))
+  catalog.register(name, description, lambda: factory(*args), finetuning=True)
 
 
 # Encoder kinds: (name suffix, relative positions, description).

@@ -1,4 +1,4 @@
-"""Every registered experiment builds and validates; every YAML mirror and gin file loads."""
+"""Every registered experiment builds and validates; every override file and gin file loads."""
 
 import functools
 import glob
@@ -20,7 +20,13 @@ from teams_tf.tasks import mlm_task
 from tests import testing_utils
 
 _ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
-_YAMLS = sorted(glob.glob(os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
+_OVERRIDE_FILES = sorted(os.path.relpath(path, _ROOT) for path in glob.glob(
+    os.path.join(_ROOT, 'experiments', '*', '*.yaml')))
+# The sizes each file of experiments/ is written for (its header names them).
+_SIZES_OF_FILE = {
+    'experiments/pretraining/mini_wiki_extract.yaml': ('mini',),
+    'experiments/pretraining/wiki_books_tpu.yaml': ('small', 'base', 'large'),
+}
 # Every pretraining objective and ablation (registered at some size).
 _OBJECTIVES_AND_VARIANTS = [
     ('teams', None), ('electra', None), ('electra', 'teams_reimpl'), ('bert', None),
@@ -147,7 +153,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
   def test_registered_pretraining_experiments_are_the_tested_configurations(self):
     tested = {(o, v) for o, v in _OBJECTIVES_AND_VARIANTS}
     for name in experiments.experiment_names(include_research=False):
-      if experiments.yaml_path(name).startswith('pretraining/'):
+      if experiments.is_pretraining(name):
         objective, size, variant = experiments.split_name(name)
         self.assertIn((objective, variant), tested, name)
         self.assertEqual(_registered(name),
@@ -156,7 +162,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_paper_sizes_run_on_tpu_in_bfloat16_and_demos_on_this_machine(self):
     for name in experiments.experiment_names():
-      if not experiments.yaml_path(name).startswith('pretraining/'):
+      if not experiments.is_pretraining(name):
         continue
       runtime = _registered(name)['runtime']
       placement = (runtime['distribution_strategy'], runtime['mixed_precision_dtype'])
@@ -282,21 +288,39 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
       task = task_factory.get_task(params.task)
       # The paper sizes are too large to build in a unit test; the pretraining demos are built
       # and trained by test_objective_or_ablation_trains_one_step.
-      if name.endswith('_demo') and not experiments.yaml_path(name).startswith('pretraining/'):
+      if name.endswith('_demo') and not experiments.is_pretraining(name):
         task.build_model()
 
-  def test_yaml_mirrors_exist_and_equal_registered_configs(self):
-    names = {os.path.basename(p)[:-len('.yaml')] for p in _YAMLS}
-    self.assertSameElements(experiments.experiment_names(include_research=False), names)
-    for path in _YAMLS:
-      name = os.path.basename(path)[:-len('.yaml')]
-      with open(path) as f:
-        loaded = exp_factory.get_exp_config(name)
-        loaded.override(yaml.safe_load(f), is_strict=True)  # Unknown keys raise.
-      self.assertEqual(_registered(name), loaded.as_dict(),
-                       f'{path} is stale: run python tools/write_experiment_yamls.py')
-      self.assertEqual(experiments.yaml_path(name), os.path.relpath(
-          path, os.path.join(_ROOT, 'experiments')))
+  def test_override_files_load_onto_every_experiment_they_are_for(self):
+    self.assertSameElements(_SIZES_OF_FILE, _OVERRIDE_FILES)
+    for path, sizes in _SIZES_OF_FILE.items():
+      with open(os.path.join(_ROOT, path)) as f:
+        override = yaml.safe_load(f)
+      names = [name for name in experiments.experiment_names(include_research=False)
+               if experiments.is_pretraining(name) and experiments.split_name(name)[1] in sizes]
+      self.assertNotEmpty(names, path)
+      for name in names:
+        params = exp_factory.get_exp_config(name)
+        params.override(override, is_strict=True)  # A misspelt or moved field raises.
+        params.validate()
+        # Data only: the recipe stays the registered experiment's.
+        self.assertEqual(_registered(name)['trainer'], params.as_dict()['trainer'], path)
+        self.assertEqual({k: v for k, v in _registered(name)['task']['model'].items()
+                          if k != 'encoder'},
+                         {k: v for k, v in params.as_dict()['task']['model'].items()
+                          if k != 'encoder'}, path)
+
+  def test_mini_override_file_reads_the_shared_extract_from_the_clone(self):
+    with open(os.path.join(_ROOT, 'experiments/pretraining/mini_wiki_extract.yaml')) as f:
+      data = yaml.safe_load(f)['task']
+    shared = os.path.join(_ROOT, '..', 'shared', 'data', 'corpus', 'enwiki_2015_extract')
+    if not os.path.isdir(shared):
+      self.skipTest(f'no {shared}')
+    matched = {split: sorted(os.path.basename(p) for p in glob.glob(
+        os.path.join(_ROOT, data[split]['input_path']))) for split in ('train_data',
+                                                                        'validation_data')}
+    self.assertEqual([f'wiki_0{i}.txt' for i in range(9)], matched['train_data'])
+    self.assertEqual(['wiki_09.txt'], matched['validation_data'])
 
   @parameterized.parameters(_GIN_FILES)
   def test_gin_file_parses_and_builds_a_model(self, path):

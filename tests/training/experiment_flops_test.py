@@ -91,7 +91,7 @@ class ExperimentFlopsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_every_registered_pretraining_experiment_is_counted(self):
     for name in experiments.experiment_names():
-      if experiments.yaml_path(name).startswith('pretraining/'):
+      if experiments.is_pretraining(name):
         self.assertGreater(experiment_flops.step_flops(exp_factory.get_exp_config(name)), 0, name)
 
   def test_teams_costs_more_than_bert_at_equal_shapes(self):
