@@ -127,8 +127,9 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
         gap_draws = cell['draws'] - base['draws']
         cell['gap'] = cell['mean'] - base['mean']
         cell['gap_interval'] = [float(v) for v in np.percentile(gap_draws, [2.5, 97.5])]
+        budget = release_finetuning.group_budget(group)
         others = [cells[(other, encoder, task)]['mean'] for other in groups
-                  if other != group and _budget(other) == _budget(group)
+                  if other != group and release_finetuning.group_budget(other) == budget
                   and (other, encoder, task) in cells]
         cell['pretraining_spread'] = (float(max(abs(cell['mean'] - m) for m in others))
                                       if others else None)
@@ -138,10 +139,6 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
       row['tasks'][task] = {key: value for key, value in cell.items() if key != 'draws'}
     found.append(row)
   return found
-
-
-def _budget(group: str) -> str:
-  return group.rsplit('_seed', 1)[0] if '_seed' in group else ''
 
 
 def floors(found: list[dict]) -> dict:

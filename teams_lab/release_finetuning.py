@@ -29,6 +29,11 @@ def group_name(budget: str, seed: int) -> str:
   return f'{budget.lstrip("_")}_seed{seed}' if budget else f'seed{seed}'
 
 
+def group_budget(group: str) -> str:
+  """'seed1' -> '', '3x_seed2' -> '_3x': the budget of a `group_name`, as release names spell it."""
+  return '_' + group.rsplit('_seed', 1)[0] if '_seed' in group else ''
+
+
 @dataclasses.dataclass(frozen=True)
 class Group:
   """Releases of one budget and pretraining seed.

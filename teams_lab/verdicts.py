@@ -123,15 +123,11 @@ def glue_comparisons(cells: dict[tuple[str, str, str], dict]
       interval = tuple(float(v) for v in np.percentile(better['draws'] - worse['draws'],
                                                        [2.5, 97.5]))
       spread = max(better['spread'], worse['spread'])
-      found[(_budget(group), group, claim.better, claim.worse, task)] = dict(
+      budget = release_finetuning.group_budget(group)
+      found[(budget, group, claim.better, claim.worse, task)] = dict(
           gap=gap, interval=interval, spread=spread, outcome=outcome(gap, interval, spread),
           seeds=[better['seeds'], worse['seeds']])
   return found
-
-
-def _budget(group: str) -> str:
-  """'seed1' -> '', '3x_seed2' -> '_3x': a group's budget as release names spell it."""
-  return '_' + group.rsplit('_seed', 1)[0] if '_seed' in group else ''
 
 
 def probe_gaps(probes: dict[str, dict[str, list[float]]]) -> dict[tuple[str, str, str, str], dict]:

@@ -91,6 +91,8 @@ class ReleaseFinetuningTest(tf.test.TestCase):
   def test_releases_group_by_budget_and_seed_and_random_init_joins_the_first(self):
     groups = release_finetuning.groups(self.releases)
     self.assertEqual(['seed1', 'seed2', '3x_seed1'], [group.name for group in groups])
+    # A group's budget reads back as release names spell it.
+    self.assertEqual(['', '', '_3x'], [release_finetuning.group_budget(g.name) for g in groups])
     self.assertEqual((['bert', 'teams'], 9.0), (sorted(groups[0].releases), groups[0].train_flops))
     self.assertEqual(['bert', 'teams', 'random'], release_finetuning.encoders(groups[0]))
     self.assertEqual(['teams'], release_finetuning.encoders(groups[1]))
