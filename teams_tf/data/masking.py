@@ -8,21 +8,27 @@ non-special ids with probability `random_token_rate`, and otherwise leaves it un
 `random_token_rate=0.0`). Only stateless random ops are used, so a seed fully determines the result.
 """
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import tensorflow as tf
 
 
 def validate_masking_args(*, max_predictions_per_seq: int, mask_rate: float, mask_token_rate: float,
                           random_token_rate: float, special_ids: Sequence[int], mask_id: int,
-                          vocab_size: int) -> None:
+                          vocab_size: int, seq_length: Optional[int] = None) -> None:
   """Checks `mask_tokens` arguments in Python, before any graph is built.
+
+  `seq_length`, when given, is the length of the sequences to mask (with [CLS] and [SEP]): the
+  data configs' one check that `max_predictions_per_seq` fits in it.
 
   Raises:
     ValueError: naming the offending argument, its value and the valid range.
   """
   if max_predictions_per_seq < 1:
     raise ValueError(f'max_predictions_per_seq={max_predictions_per_seq} must be >= 1.')
+  if seq_length is not None and max_predictions_per_seq > seq_length - 2:
+    raise ValueError(f'max_predictions_per_seq={max_predictions_per_seq} must be <= '
+                     f'seq_length - 2 = {seq_length - 2}, the most tokens a sequence can mask.')
   if not 0.0 < mask_rate <= 1.0:
     raise ValueError(f'mask_rate={mask_rate} must be in (0, 1]; BERT uses 0.15.')
   for name, rate in (('mask_token_rate', mask_token_rate),

@@ -93,10 +93,6 @@ def _validate(params: PretrainDataConfig):
   if params.seq_length < 3:
     raise ValueError(f'seq_length={params.seq_length} must be >= 3 to hold [CLS], at least one '
                      'token and [SEP].')
-  if params.max_predictions_per_seq > params.seq_length - 2:
-    raise ValueError(f'max_predictions_per_seq={params.max_predictions_per_seq} must be <= '
-                     f'seq_length - 2 = {params.seq_length - 2}, the most tokens a sequence '
-                     'can mask.')
   if params.global_batch_size < 1:
     raise ValueError(f'global_batch_size={params.global_batch_size} must be >= 1.')
   if params.is_training and params.shuffle_buffer_size < 1:
@@ -131,7 +127,7 @@ class PretrainDataLoader(data_loader.DataLoader):
         max_predictions_per_seq=params.max_predictions_per_seq, mask_rate=params.mask_rate,
         mask_token_rate=params.mask_token_rate, random_token_rate=params.random_token_rate,
         special_ids=self._vocab.special_ids, mask_id=self._vocab.mask_id,
-        vocab_size=self._vocab.size)
+        vocab_size=self._vocab.size, seq_length=params.seq_length)
     self._files = input_files.list_input_files(params.input_path)
     if params.input_format == 'text':
       self._files = corpus.usable_text_files(self._files, params.input_path)

@@ -214,16 +214,11 @@ class TeamsPretrainer(tf_keras.Model):
         'config; use build_teams_pretrainer(TeamsConfig) and restore a checkpoint.')
 
 
-def validate_config(config: model_configs.TeamsConfig):
-  """Checks a TeamsConfig without building anything; raises ValueError naming the field."""
-  resolve_layout(config)
-
-
 def resolve_layout(config: model_configs.TeamsConfig):
   """Checks a TeamsConfig and resolves its defaults, without building anything.
 
-  Tasks check configs through `validate_config` when they are created, so a bad value fails before
-  any model is built.
+  The one check of a TeamsConfig: `build_teams_pretrainer` and the FLOP count call it, so a bad
+  value fails before any layer is created (and, in `teams_tf.train`, before anything is written).
 
   Args:
     config: a TeamsConfig.

@@ -52,13 +52,11 @@ class RecordOptions:
     if self.output_kind == 'masked':
       if self.dupe_factor < 1:
         raise ValueError(f'dupe_factor={self.dupe_factor} must be >= 1.')
-      if self.max_predictions_per_seq > self.seq_length - 2:
-        raise ValueError(f'max_predictions_per_seq={self.max_predictions_per_seq} must be <= '
-                         f'seq_length - 2 = {self.seq_length - 2}.')
       masking.validate_masking_args(
           max_predictions_per_seq=self.max_predictions_per_seq, mask_rate=self.mask_rate,
           mask_token_rate=self.mask_token_rate, random_token_rate=self.random_token_rate,
-          special_ids=vocab.special_ids, mask_id=vocab.mask_id, vocab_size=vocab.size)
+          special_ids=vocab.special_ids, mask_id=vocab.mask_id, vocab_size=vocab.size,
+          seq_length=self.seq_length)
 
 
 def check_masking_options(output_kind: str, given: Iterable[str]) -> None:

@@ -30,9 +30,6 @@ class CocoLmPretrainTask(pretrain_base.PretrainTask):
   of Eq. (2) (weight `lm_loss_weight`); `scl_loss`, L_SCL of Eq. (3) (weight `scl_loss_weight`).
   """
 
-  def validate_model_config(self, config):
-    coco_lm_pretrainer.validate_config(config)
-
   def build_pretrainer(self):
     return coco_lm_pretrainer.build_coco_lm_pretrainer(self.task_config.model)
 

@@ -69,15 +69,6 @@ class PretrainTask(base_task.Task):
     if params.init_checkpoint_modules not in init_checkpoint.MODULES:
       raise ValueError(f'task.init_checkpoint_modules={params.init_checkpoint_modules!r} is not '
                        f'one of {init_checkpoint.MODULES}.')
-    self.validate_model_config(params.model)
-
-  def validate_model_config(self, config):
-    """Raises ValueError naming the field when this objective cannot build `config`.
-
-    Called when the task is created, so a bad value fails before any model is built; each
-    objective's check is its pretrainer module's `validate_config`.
-    """
-    del config  # The MLM (BERT) pretrainer takes every encoder config.
 
   def vocabulary(self, field):
     """`task_config.<field>`'s vocabulary ('train_data' or 'validation_data'), read once."""
@@ -115,7 +106,11 @@ class PretrainTask(base_task.Task):
             'vocabulary the model was built for).')
 
   def build_pretrainer(self):
-    """The objective's Keras pretrainer, built from `task_config.model`."""
+    """The objective's Keras pretrainer, built from `task_config.model`.
+
+    Its builder is the one place that checks the model config (ValueError naming the field);
+    `teams_tf.train` builds the model before it writes anything to the model_dir.
+    """
     raise NotImplementedError
 
   def build_model(self):

@@ -27,9 +27,6 @@ class ScriptPretrainTask(pretrain_base.PretrainTask):
   `disc_loss` (Eq. 6, all non-padding tokens, weight α).
   """
 
-  def validate_model_config(self, config):
-    script_pretrainer.validate_config(config)
-
   def build_pretrainer(self):
     return script_pretrainer.build_script_pretrainer(self.task_config.model)
 

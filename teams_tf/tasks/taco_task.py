@@ -25,9 +25,6 @@ class TacoPretrainTask(pretrain_base.PretrainTask):
   Loss terms (float32 scalars): `mlm_loss` (weight 1) and `tc_loss` (weight `tc_loss_weight`).
   """
 
-  def validate_model_config(self, config):
-    taco_pretrainer.validate_config(config)
-
   def build_pretrainer(self):
     return taco_pretrainer.build_taco_pretrainer(self.task_config.model)
 

@@ -66,9 +66,6 @@ class TeamsPretrainTask(pretrain_base.PretrainTask):
       # against the encoder, and the records are written with one vocabulary.
       self._text_vocab = self.vocabulary('train_data')
 
-  def validate_model_config(self, config):
-    teams_pretrainer.validate_config(config)
-
   def build_pretrainer(self):
     return teams_pretrainer.build_teams_pretrainer(self.task_config.model)
 

@@ -163,5 +163,14 @@ class MaskTokensTest(tf.test.TestCase, parameterized.TestCase):
       masking.mask_tokens(_sequence(10, 12), tf.constant([0, 0]), **kwargs)
 
 
+  def test_predictions_must_fit_between_cls_and_sep(self):
+    kwargs = dict(max_predictions_per_seq=20, mask_rate=0.15, mask_token_rate=0.8,
+                  random_token_rate=0.1, special_ids=_SPECIAL_IDS, mask_id=_MASK,
+                  vocab_size=_VOCAB_SIZE)
+    masking.validate_masking_args(seq_length=22, **kwargs)
+    with self.assertRaisesRegex(ValueError, 'max_predictions_per_seq=20 must be <= seq_length - 2 '
+                                '= 19'):
+      masking.validate_masking_args(seq_length=21, **kwargs)
+
 if __name__ == '__main__':
   tf.test.main()

@@ -107,7 +107,7 @@ class TeamsTaskTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_unknown_rtd_loss_positions_is_reported(self):
     with self.assertRaisesRegex(ValueError, r"rtd_loss_positions='masked' must be 'all'"):
-      task_factory.get_task(_task_config(rtd_loss_positions='masked'))
+      task_factory.get_task(_task_config(rtd_loss_positions='masked')).build_model()
 
   def test_overfits_one_batch(self):
     first, last = testing_utils.overfit_losses(task_factory.get_task(_task_config()), 40)
