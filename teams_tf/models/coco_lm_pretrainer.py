@@ -240,6 +240,26 @@ def validate_config(config: model_configs.CocoLmConfig):
     raise ValueError(f'scl_temperature={config.scl_temperature} must be > 0 (COCO-LM: 1).')
 
 
+def flop_shapes(config: model_configs.CocoLmConfig, seq_length: int) -> tuple[str, dict]:
+  """What `training.flops.step_flops` counts of COCO-LM beside B, T, P and the encoder.
+
+  Returns:
+    ('coco_lm', shapes): the auxiliary generator's BertEncoderConfig (None for random
+    replacements), whether it samples without dropout, the CLM positions (None without CLM) and
+    the crop length of the second view (0 without SCL).
+  """
+  generator = None
+  if config.replacement == 'auxiliary':
+    generator = shared_encoders.generator_encoder_config(config.encoder,
+                                                         config.generator_width_fraction)
+    generator.num_layers = config.num_generator_layers
+  return 'coco_lm', dict(
+      generator=generator, sample_without_dropout=config.sample_without_dropout,
+      lm_positions=config.lm_positions if config.lm_loss_weight else None,
+      crop_length=(max_crop_length(seq_length, config.crop_fraction)
+                   if config.scl_loss_weight else 0))
+
+
 def build_coco_lm_pretrainer(config: model_configs.CocoLmConfig, seed=None):
   """Builds a `CocoLmPretrainer` from its config (the only reader of CocoLmConfig).
 

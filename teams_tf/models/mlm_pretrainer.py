@@ -25,6 +25,12 @@ from teams_tf.networks import shared_encoders
 from teams_tf.ops import replica_random
 
 
+def flop_shapes(config: model_configs.MlmConfig, seq_length: int) -> tuple[str, dict]:
+  """What `training.flops.step_flops` counts of BERT beside B, T, P and the encoder: nothing."""
+  del config, seq_length
+  return 'bert', {}
+
+
 def build_mlm_pretrainer(config: model_configs.MlmConfig) -> models.BertPretrainerV2:
   """Builds the BERT-MLM pretrainer from its config (the only reader of MlmConfig).
 

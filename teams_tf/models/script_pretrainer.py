@@ -112,6 +112,13 @@ class ScriptPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
 
 
 
+def flop_shapes(config: model_configs.ScriptConfig, seq_length: int) -> tuple[str, dict]:
+  """What `training.flops.step_flops` counts of SCRIPT beside B, T, P and the encoder: whether
+  the sampled tokens pass straight-through (their second pass then receives gradients)."""
+  del seq_length
+  return 'script', dict(straight_through=config.straight_through)
+
+
 def build_script_pretrainer(config: model_configs.ScriptConfig, seed=None):
   """Builds a `ScriptPretrainer` from its config (the only reader of ScriptConfig).
 

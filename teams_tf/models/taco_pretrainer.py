@@ -136,6 +136,14 @@ def validate_config(config: model_configs.TacoConfig):
       raise ValueError(f'{field}={getattr(config, field)!r} must be one of {_POSITIONS}.')
 
 
+def flop_shapes(config: model_configs.TacoConfig, seq_length: int) -> tuple[str, dict]:
+  """What `training.flops.step_flops` counts of TACO beside B, T, P and the encoder: the
+  negatives per anchor and whether MLM predicts every position (MLM+TP)."""
+  del seq_length
+  return 'taco', dict(num_negatives=config.num_negatives,
+                      mlm_all_positions=config.mlm_positions == 'all')
+
+
 def build_taco_pretrainer(config: model_configs.TacoConfig, seed=None):
   """Builds a `TacoPretrainer` from its config (the only reader of TacoConfig)."""
   validate_config(config)

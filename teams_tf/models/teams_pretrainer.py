@@ -315,6 +315,24 @@ def _build_rtd_head(config: model_configs.TeamsConfig):
       **shared_encoders.transformer_block_kwargs(config.encoder), name='rtd_head')
 
 
+def flop_shapes(config: model_configs.TeamsConfig, seq_length: int) -> tuple[str, dict]:
+  """What `training.flops.step_flops` counts of this model, beside B, T, P and the encoder.
+
+  Returns:
+    ('teams', shapes) with MWS, else ('electra', shapes): the generator's BertEncoderConfig, K,
+    the RTD head type (None without RTD) and the MWS task layer.
+  """
+  del seq_length  # No TEAMS cost depends on T beyond what every objective's does.
+  layout = resolve_layout(config)
+  generator = shared_encoders.generator_encoder_config(config.encoder,
+                                                       config.generator_width_fraction)
+  generator.num_layers = layout['num_generator_layers']
+  return ('teams' if layout['num_negatives'] else 'electra'), dict(
+      generator=generator, num_negatives=layout['num_negatives'],
+      rtd_head=config.rtd_head_type if layout['rtd_head_input_layer'] else None,
+      mws_task_layer=config.mws_task_layer)
+
+
 def build_teams_pretrainer(config: model_configs.TeamsConfig, seed=None):
   """Builds a `TeamsPretrainer` from its config (the only reader of TeamsConfig).
 

@@ -13,12 +13,16 @@ from teams_tf.losses import clm
 from teams_tf.losses import contrastive
 from teams_tf.models import coco_lm_pretrainer
 from teams_tf.tasks import pretrain_base
+from teams_tf.training import experiment_flops
 
 
 @dataclasses.dataclass
 class CocoLmPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
   """COCO-LM pretraining task: model (data from PretrainTaskConfig)."""
   model: model_configs.CocoLmConfig = dataclasses.field(default_factory=model_configs.CocoLmConfig)
+
+
+experiment_flops.register(model_configs.CocoLmConfig, coco_lm_pretrainer.flop_shapes)
 
 
 @task_factory.register_task_cls(CocoLmPretrainTaskConfig)

@@ -7,12 +7,16 @@ from official.core import task_factory
 from teams_tf.configs import models as model_configs
 from teams_tf.models import mlm_pretrainer
 from teams_tf.tasks import pretrain_base
+from teams_tf.training import experiment_flops
 
 
 @dataclasses.dataclass
 class MlmPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
   """BERT-MLM pretraining task: model (data from PretrainTaskConfig)."""
   model: model_configs.MlmConfig = dataclasses.field(default_factory=model_configs.MlmConfig)
+
+
+experiment_flops.register(model_configs.MlmConfig, mlm_pretrainer.flop_shapes)
 
 
 @task_factory.register_task_cls(MlmPretrainTaskConfig)

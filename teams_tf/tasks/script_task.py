@@ -11,12 +11,16 @@ from teams_tf.configs import models as model_configs
 from teams_tf.losses import self_critic
 from teams_tf.models import script_pretrainer
 from teams_tf.tasks import pretrain_base
+from teams_tf.training import experiment_flops
 
 
 @dataclasses.dataclass
 class ScriptPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
   """SCRIPT pretraining task: model (data from PretrainTaskConfig)."""
   model: model_configs.ScriptConfig = dataclasses.field(default_factory=model_configs.ScriptConfig)
+
+
+experiment_flops.register(model_configs.ScriptConfig, script_pretrainer.flop_shapes)
 
 
 @task_factory.register_task_cls(ScriptPretrainTaskConfig)

@@ -10,12 +10,16 @@ from teams_tf.configs import models as model_configs
 from teams_tf.losses import contrastive
 from teams_tf.models import taco_pretrainer
 from teams_tf.tasks import pretrain_base
+from teams_tf.training import experiment_flops
 
 
 @dataclasses.dataclass
 class TacoPretrainTaskConfig(pretrain_base.PretrainTaskConfig):
   """TACO pretraining task: model (data from PretrainTaskConfig)."""
   model: model_configs.TacoConfig = dataclasses.field(default_factory=model_configs.TacoConfig)
+
+
+experiment_flops.register(model_configs.TacoConfig, taco_pretrainer.flop_shapes)
 
 
 @task_factory.register_task_cls(TacoPretrainTaskConfig)

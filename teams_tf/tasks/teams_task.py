@@ -16,6 +16,7 @@ from teams_tf.ops import token_sampling
 from teams_tf.tasks import mws_baseline
 from teams_tf.tasks import pretrain_base
 from teams_tf.tasks import rtd_baseline
+from teams_tf.training import experiment_flops
 
 
 @dataclasses.dataclass
@@ -48,6 +49,9 @@ def loss_terms(labels, outputs, rtd_weights=None):
   if 'mws_logits' in outputs:
     terms['mws_loss'] = mws.mws_loss(outputs['mws_logits'], outputs['corrupted_weights'])
   return terms
+
+
+experiment_flops.register(model_configs.TeamsConfig, teams_pretrainer.flop_shapes)
 
 
 @task_factory.register_task_cls(TeamsPretrainTaskConfig)
