@@ -8,6 +8,7 @@ teams_lab.train` is `teams_tf.train` with them registered.
 """
 
 from teams_tf.registry import experiments
+from teams_tf.registry import recipes
 
 
 def _without_mws(encoder, **fields) -> dict:
@@ -27,7 +28,7 @@ VARIANTS = {
         'electra', 'the discriminator input corrupted at 15% of the tokens, a random subset of '
         'the masked positions (`corruption_fraction` 0.15 / mask rate)',
         lambda size, encoder: dict(
-            corruption_fraction=round(0.15 / experiments.low_budget_mask_rate(size), 6)),
+            corruption_fraction=round(0.15 / recipes.low_budget_mask_rate(size), 6)),
         ('mini',)),
     # Not from a paper: [CLS] and [SEP] are never replaced, so RTD over every token teaches them
     # only "original", and [CLS] is what sentence classifiers read (benchmarks/learning_recipe.md,

@@ -35,7 +35,7 @@ from official.nlp.tasks import sentence_prediction
 from teams_tf.finetuning import finetune_config
 from teams_tf.finetuning import glue_metrics
 from teams_tf.finetuning import sweep_report
-from teams_tf.registry import experiments
+from teams_tf.registry import recipes
 from teams_tf.training import run_summary
 
 
@@ -244,7 +244,7 @@ def prepare(settings):
     if encoder is None:
       raise ValueError(f'encoder_from={settings.encoder_from} has no params.yaml beside its '
                        'checkpoint; pass the model_dir of a teams_tf.train run.')
-  if encoder is not None or settings.size in experiments.LOW_BUDGET_SIZES:
+  if encoder is not None or settings.size in recipes.LOW_BUDGET_SIZES:
     # The encoder is the run's (demo, mini: one kind each), not a suffix's.
     relative_positions = False
   configs = {}

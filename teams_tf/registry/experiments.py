@@ -8,7 +8,7 @@ Every experiment is `<objective>_<size>[_<variant>]`, built by `pretraining_expe
   sizes: `small`, `base`, `large` follow Table 5 (architecture, optimiser, batch size, steps;
     sequence length 512, §4.1) for every objective, so runs of one size are compute-matched;
     `demo` (3 minutes on a laptop CPU) and `mini` (the learning benchmark) are small encoders
-    on the embedded sample with one low-budget recipe for every objective (`_LowBudgetRecipe`);
+    on the embedded sample with one low-budget recipe for every objective (`recipes.py`);
   variants: the ablations of TEAMS Tables 3 and 4 and Figure 5 and of COCO-LM Table 3
     (`_VARIANTS`), each a few model fields over its base experiment; variants not from a paper
     are registered by whoever studies them (`register_variant`; teams_lab's own). TEAMS
@@ -22,8 +22,6 @@ corpus for a paper-scale run. Each registered factory's docstring is its one-lin
 """
 
 import dataclasses
-import functools
-import typing
 from typing import Callable, Optional
 
 from official.core import config_definitions as cfg
@@ -33,10 +31,9 @@ from teams_tf.configs import encoders
 from teams_tf.configs import models
 from teams_tf.configs import optimization
 from teams_tf.configs import trainer
-from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
-from teams_tf.data import tokenization
 from teams_tf.registry import catalog
+from teams_tf.registry import recipes
 from teams_tf.tasks import coco_lm_task
 from teams_tf.tasks import mlm_task
 from teams_tf.tasks import script_task
@@ -105,7 +102,7 @@ _OBJECTIVES = {
         'SCRIPT: MLM + α·self-critic loss (α 50, at demo and mini 1: measured), one encoder, '
         'Gumbel-softmax resampling',
         lambda size, encoder: (dict(discriminator_loss_weight=_SCRIPT_LOW_BUDGET_ALPHA)
-                               if size in ('demo', 'mini') else {})),
+                               if size in recipes.LOW_BUDGET_SIZES else {})),
     'taco': _Objective(
         taco_task.TacoPretrainTaskConfig, models.TacoConfig,
         'TACO: MLM + token-alignment contrast (W 5, K 50, τ 0.07), one encoder'),
@@ -221,45 +218,14 @@ _VARIANTS = {
 COCO_LM_ABLATIONS = tuple(name for name, variant in _VARIANTS.items()
                           if variant.objective == 'coco_lm')
 
-# Table 5 optimisation values per size: (learning rate, batch size, train steps).
-_TABLE5_OPTIMIZATION = {
-    'small': (5e-4, 256, 500_000),
-    'base': (2e-4, 256, 1_000_000),
-    'large': (2e-4, 2048, 1_760_000),
-}
-_TABLE5_WARMUP_STEPS = 10_000
-
-
-class _Settings(typing.NamedTuple):
-  """A paper's own pretraining settings at one size."""
-  encoder_size: str
-  learning_rate: float
-  batch_size: int
-  train_steps: int
-  seq_length: int
-  warmup_steps: int = _TABLE5_WARMUP_STEPS
-  adam_epsilon: float = 1e-6
-
-
-# Papers that set their own architecture or optimisation, at the sizes they report.
-#   SCRIPT Appendix Table 4 (steps: Table 2's caption); ELECTRA's setup otherwise, whose small
-#   model trains on 128-token sequences (SCRIPT §3.1 retrains small at 512 only for SQuAD).
-#   TACO Table 5: small is 4 layers of width 512; 256-token sequences; Adam ε 1e-8.
-_OWN_SETTINGS = {
-    'script': {'small': _Settings('small', 5e-4, 128, 1_000_000, 128),
-               'base': _Settings('base', 2e-4, 256, 766_000, 512)},
-    'taco': {'small': _Settings('taco_small', 1e-4, 1280, 250_000, 256, 2_500, 1e-8),
-             'base': _Settings('base', 1e-4, 1280, 500_000, 256, 10_000, 1e-8)},
-}
-
-
-def _data(input_path, is_training, seq_length, batch_size):
-  """Raw-text data config, 15% masking with BERT's 80/10/10 replacement (Appendix B)."""
+def _data(input_path, is_training, seq_length, batch_size, mask_rate, max_predictions):
+  """Raw-text data config: `mask_rate` of the tokens masked, BERT's 80/10/10 replacement."""
   return pretrain_dataloader.PretrainDataConfig(
       input_path=input_path,
       is_training=is_training,
       seq_length=seq_length,
-      max_predictions_per_seq=round(0.15 * seq_length),
+      mask_rate=mask_rate,
+      max_predictions_per_seq=max_predictions,
       global_batch_size=batch_size,
       seed=1 if not is_training else None)
 
@@ -273,24 +239,27 @@ def _model(objective, size, variant, encoder):
   return spec.task_config_cls, spec.model_config_cls(encoder=encoder, **fields)
 
 
-def _experiment(model, task_config_cls, settings, trainer_overrides, runtime=None):
+def _experiment(model, task_config_cls, settings, trainer_overrides, masking, runtime=None):
   """Pretraining experiment of a model config over the embedded sample data.
 
   Args:
     model: the objective's model config.
     task_config_cls: its task's config class.
-    settings: a `_Settings` or `_LowBudgetRecipe`: optimisation, batch and sequence length
-      (evaluation batches are as large as training ones).
+    settings: a `recipes.PaperSettings` or `recipes.LowBudgetRecipe`: optimisation, batch and
+      sequence length (evaluation batches are as large as training ones).
     trainer_overrides: further `PretrainTrainerConfig` fields.
+    masking: ((mask rate, max_predictions_per_seq) of training, the same of evaluation).
     runtime: a RuntimeConfig; the default one when None.
   """
+  (train_rate, train_predictions), (eval_rate, eval_predictions) = masking
   return cfg.ExperimentConfig(
       runtime=runtime or cfg.RuntimeConfig(),
       task=task_config_cls(
           model=model,
-          train_data=_data('sample:train', True, settings.seq_length, settings.batch_size),
+          train_data=_data('sample:train', True, settings.seq_length, settings.batch_size,
+                           train_rate, train_predictions),
           validation_data=_data('sample:valid', False, settings.seq_length,
-                                settings.batch_size)),
+                                settings.batch_size, eval_rate, eval_predictions)),
       trainer=trainer.PretrainTrainerConfig(
           train_steps=settings.train_steps,
           optimizer_config=optimization.adamw_linear_decay(
@@ -303,167 +272,46 @@ def _experiment(model, task_config_cls, settings, trainer_overrides, runtime=Non
       ])
 
 
-@functools.cache  # The embedded vocabulary is read once, not once per experiment built.
-def _sample_vocab_size():
-  return tokenization.load_vocabulary(embedded.resolve_path('sample:vocab')).size
-
-
 def _paper(objective, variant):
   """The paper whose settings an objective, or its variant, runs at."""
   return (variant and _VARIANTS[variant].paper) or objective
 
 
-def _settings(objective, size, variant):
-  """The paper settings of an experiment: its objective's (or its variant's) own, or Table 5."""
-  paper = _paper(objective, variant)
-  if paper in _OWN_SETTINGS:
-    return _OWN_SETTINGS[paper][size]
-  return _Settings(size, *_TABLE5_OPTIMIZATION[size], seq_length=512)
-
-
 def _paper_size(objective, size, variant):
   """TEAMS Table 5 / §4.1 settings (sequence length 512), or the paper's own."""
-  settings = _settings(objective, size, variant)
+  settings = recipes.paper_settings(_paper(objective, variant), size)
   task_config_cls, model = _model(objective, size, variant, encoders.encoder_config(
-      settings.encoder_size, vocab_size=_sample_vocab_size()))
+      settings.encoder_size, vocab_size=recipes.sample_vocab_size()))
+  # P = 15% of T, rounded: 77 at T = 512.
+  masking = (recipes.PAPER_MASK_RATE, round(recipes.PAPER_MASK_RATE * settings.seq_length))
   return _experiment(
       model, task_config_cls, settings,
       trainer_overrides=dict(
           steps_per_loop=1000, summary_interval=1000, checkpoint_interval=10_000,
           validation_interval=10_000, validation_steps=100),
+      masking=(masking, masking),
       # The papers pretrain on TPUs; bfloat16 activations with float32 variables and losses.
       # On GPUs or CPUs: --params_override=runtime.distribution_strategy=mirrored.
       runtime=cfg.RuntimeConfig(distribution_strategy='tpu', mixed_precision_dtype='bfloat16'))
 
 
-class _LowBudgetRecipe(typing.NamedTuple):
-  """What a small encoder needs to leave the frequency plateau on 2 CPU cores.
-
-  The same knobs for every objective, so that runs of one size stay comparable. Departures from
-  the papers (all of them BERT/ELECTRA defaults otherwise): `mask_rate` of the tokens masked in
-  training (Wettig et al. 2022, "Should You Mask 15% in Masked Language Modeling?"; evaluation
-  keeps `eval_mask_rate`), pre-LN blocks (`norm_first`, with the final LayerNorm every pre-LN
-  encoder here ends in) and no dropout (Geiping & Goldstein 2022, "Cramming"), short sequences,
-  a large peak learning rate with linear warmup and decay (Izsak et al. 2021), and a T5 relative
-  position bias in every encoder (COCO-LM §4) read at `relative_position_bias_scale` times its
-  stored table, which makes it learn that many times faster under Adam.
-  """
-  encoder_size: str
-  mask_rate: float
-  eval_mask_rate: float
-  seq_length: int
-  batch_size: int
-  learning_rate: float
-  warmup_steps: int
-  train_steps: int
-  relative_position_bias_scale: float
-  trainer_overrides: dict
-  adam_epsilon: float = 1e-6
-
-
-# `*_mini`, the learning benchmark: 4 layers, H 128. With 15% masking every variant tried stayed
-# on the plateau for 2,500 steps; with 40% and absolute positions only a BERT left it after about
-# 2,000 steps, with the bias after about 600; the bias scale of 10 gave 24.3% held-out MLM
-# accuracy at step 800 against 18.0% (benchmarks/learning_recipe.md).
-_MINI = _LowBudgetRecipe(
-    encoder_size='mini', mask_rate=0.4, eval_mask_rate=0.15, seq_length=64, batch_size=64,
-    learning_rate=2e-3, warmup_steps=300, train_steps=10_000, relative_position_bias_scale=10.0,
-    trainer_overrides=dict(steps_per_loop=100, summary_interval=100, checkpoint_interval=500,
-                           validation_interval=500, validation_steps=50, max_to_keep=2))
-# `*_demo`, the README's first command: 4 layers, H 64, under 3 minutes of training on 2 cores.
-# The bias scale of 10 halved the steps a demo-size encoder needs to leave the plateau; 5e-3 and
-# 1e-3 peak learning rates were slower than 3e-3. At 800 steps the TEAMS discriminator ended at
-# what token identity gives and one run of two left the generator on the plateau; at 1,400 every
-# run passed all three context-free baselines (benchmarks/learning_recipe.md).
-_DEMO = _LowBudgetRecipe(
-    encoder_size='tiny', mask_rate=0.4, eval_mask_rate=0.15, seq_length=64, batch_size=32,
-    learning_rate=3e-3, warmup_steps=175, train_steps=1400, relative_position_bias_scale=10.0,
-    trainer_overrides=dict(steps_per_loop=50, summary_interval=50, checkpoint_interval=200,
-                           validation_interval=400, validation_steps=-1, max_to_keep=3))
-_LOW_BUDGET_RECIPES = {'demo': _DEMO, 'mini': _MINI}
-# The sizes of `_LOW_BUDGET_RECIPES`, registered for every objective; their fine-tuning builds
-# the runs' own encoder.
-LOW_BUDGET_SIZES = tuple(_LOW_BUDGET_RECIPES)
-
-
-def _predictions(mask_rate, seq_length):
-  """P for a mask rate: every masked token of a full sequence ([CLS] and [SEP] excluded)."""
-  return round(mask_rate * (seq_length - 2))
-
-
-def low_budget_encoder_config(size):
-  """The `*_demo` or `*_mini` runs' encoder: pre-LN, no dropout, the sample vocabulary.
-
-  Its width is also its embedding width (no factorised embedding) and it has as many positions
-  as the recipe's sequences. Every objective at these sizes also adds a relative position bias
-  (`relative_position_bias`, a model field) but for COCO-LM's "w/o. Rel-Pos" ablation.
-
-  Args:
-    size: 'demo' or 'mini'.
-  """
-  recipe = _LOW_BUDGET_RECIPES[size]
-  encoder = encoders.encoder_config(recipe.encoder_size, vocab_size=_sample_vocab_size(),
-                                    max_position_embeddings=recipe.seq_length)
-  encoder.embedding_size = encoder.hidden_size
-  encoder.norm_first = True
-  encoder.dropout_rate = encoder.attention_dropout_rate = 0.0
-  return encoder
-
-
-def low_budget_mask_rate(size):
-  """The training mask rate of the `*_demo` or `*_mini` runs."""
-  return _LOW_BUDGET_RECIPES[size].mask_rate
-
-
-def relative_position_bias_scale(size):
-  """The relative position bias scale of the `*_demo` or `*_mini` runs (fine-tuning keeps it)."""
-  return _LOW_BUDGET_RECIPES[size].relative_position_bias_scale
-
-
 def _low_budget(objective, size, variant):
-  """An objective at a low-budget recipe (`_DEMO`, `_MINI`), on the embedded sample."""
-  recipe = _LOW_BUDGET_RECIPES[size]
-  task_config_cls, model = _model(objective, size, variant, low_budget_encoder_config(size))
+  """An objective at a low-budget recipe (`recipes.LOW_BUDGET_RECIPES`), on the embedded sample."""
+  recipe = recipes.LOW_BUDGET_RECIPES[size]
+  task_config_cls, model = _model(objective, size, variant,
+                                  recipes.low_budget_encoder_config(size))
   # COCO-LM's Table 3 "w/o. Rel-Pos" is the one variant that turns it off.
   model.relative_position_bias = variant != 'no_rel_pos'
   model.relative_position_bias_scale = recipe.relative_position_bias_scale
-  config = _experiment(model, task_config_cls, recipe, dict(recipe.trainer_overrides))
-  train_data, validation_data = config.task.train_data, config.task.validation_data
-  train_data.mask_rate = recipe.mask_rate
-  train_data.max_predictions_per_seq = _predictions(recipe.mask_rate, recipe.seq_length)
-  validation_data.mask_rate = recipe.eval_mask_rate
-  validation_data.max_predictions_per_seq = _predictions(recipe.eval_mask_rate,
-                                                         recipe.seq_length)
-  return config
-
-
-_SIZE_DESCRIPTIONS = {
-    'small': 'small, Table 5 (12 layers, H 256, E 128; lr 5e-4, batch 256, 500k steps)',
-    'base': 'base, Table 5 (12 layers, H 768; lr 2e-4, batch 256, 1M steps)',
-    'large': 'large, Table 5 (24 layers, H 1024; lr 2e-4, batch 2048, 1.76M steps)',
-    'demo': ('demo, the README\'s first run (4 layers, H 64, pre-LN, no dropout, relative '
-             'positions at 10x; 40% masking, T 64, batch 32, lr 3e-3, 1,400 steps: 3 minutes)'),
-    'mini': ('mini, the learning benchmark (4 layers, H 128, pre-LN, no dropout, relative '
-             'positions at 10x; 40% masking, T 64, batch 64, lr 2e-3, 10k steps)'),
-}
+  masking = tuple((rate, recipes.max_predictions(rate, recipe.seq_length))
+                  for rate in (recipe.mask_rate, recipe.eval_mask_rate))
+  return _experiment(model, task_config_cls, recipe, dict(recipe.trainer_overrides), masking)
 
 
 def sizes(objective):
   """The sizes an objective is registered at: its paper's, or every Table 5 size; demo, mini."""
-  paper_sizes = _OWN_SETTINGS.get(objective, _TABLE5_OPTIMIZATION)
-  return [size for size in _SIZE_DESCRIPTIONS
-          if size in paper_sizes or size in LOW_BUDGET_SIZES]
-
-
-def _size_description(objective, size, variant=None):
-  paper = _paper(objective, variant)
-  if paper not in _OWN_SETTINGS or size in LOW_BUDGET_SIZES:
-    return _SIZE_DESCRIPTIONS[size]
-  settings = _OWN_SETTINGS[paper][size]
-  layers, hidden = encoders.encoder_config(settings.encoder_size).num_layers, (
-      encoders.encoder_config(settings.encoder_size).hidden_size)
-  return (f'{size} of its paper ({layers} layers, H {hidden}; lr {settings.learning_rate:g}, '
-          f'batch {settings.batch_size}, {settings.train_steps:,} steps, T={settings.seq_length})')
+  return [size for size in recipes.SIZES
+          if size in recipes.paper_sizes(objective) or size in recipes.LOW_BUDGET_SIZES]
 
 
 def pretraining_experiment(objective, size, variant=None):
@@ -481,7 +329,7 @@ def pretraining_experiment(objective, size, variant=None):
     ValueError: an unknown objective, size or variant, or a variant of another objective.
   """
   for kind, value, known in (('objective', objective, _OBJECTIVES),
-                             ('size', size, _SIZE_DESCRIPTIONS),
+                             ('size', size, recipes.SIZES),
                              ('variant', variant, _VARIANTS)):
     if value not in known and (kind != 'variant' or value is not None):
       raise ValueError(f'Unknown {kind} {value!r}; use one of {sorted(known)}.')
@@ -491,7 +339,7 @@ def pretraining_experiment(objective, size, variant=None):
   paper = _paper(objective, variant)
   if size not in sizes(paper):
     raise ValueError(f'{paper} has no size {size!r}; use one of {sizes(paper)}.')
-  if size in LOW_BUDGET_SIZES:
+  if size in recipes.LOW_BUDGET_SIZES:
     return _low_budget(objective, size, variant)
   return _paper_size(objective, size, variant)
 
@@ -502,10 +350,11 @@ def experiment_name(objective, size, variant=None):
 
 
 def _register(objective, size, variant=None, research=False):
-  description = f'{_OBJECTIVES[objective].description}; {_size_description(objective, size)}'
+  size_line = recipes.size_description(_paper(objective, variant), size)
+  description = f'{_OBJECTIVES[objective].description}; {size_line}'
   if variant:
-    description = (f'{objective}_{size} with {_VARIANTS[variant].description}; '
-                   f'{_size_description(objective, size, variant)}')
+    description = f'{objective}_{size} with {_VARIANTS[variant].description}; {size_line}'
+
   catalog.register(experiment_name(objective, size, variant), description,
                    lambda: pretraining_experiment(objective, size, variant), research)
 
@@ -543,10 +392,10 @@ def split_name(name):
   for objective in sorted(_OBJECTIVES, key=len, reverse=True):
     if name.startswith(objective + '_'):
       size, _, variant = name[len(objective) + 1:].partition('_')
-      if size in _SIZE_DESCRIPTIONS and (not variant or variant in _VARIANTS):
+      if size in recipes.SIZES and (not variant or variant in _VARIANTS):
         return objective, size, variant or None
   raise ValueError(f'{name!r} is not <objective>_<size>[_<variant>] with objective in '
-                   f'{sorted(_OBJECTIVES)}, size in {sorted(_SIZE_DESCRIPTIONS)}.')
+                   f'{sorted(_OBJECTIVES)}, size in {sorted(recipes.SIZES)}.')
 
 
 experiment_names = catalog.experiment_names

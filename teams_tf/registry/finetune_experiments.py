@@ -30,7 +30,7 @@ from official.nlp.tasks import question_answering
 from teams_tf.configs import encoders as encoder_sizes
 from teams_tf.configs import optimization
 from teams_tf.registry import catalog
-from teams_tf.registry import experiments
+from teams_tf.registry import recipes
 from teams_tf.tasks import sentence_prediction_task
 
 
@@ -104,13 +104,13 @@ def _encoder(size, relative_positions=False):
   its final LayerNorm, relative positions at their recipe's scale), with Table 6's fine-tuning
   dropout.
   """
-  if size in experiments.LOW_BUDGET_SIZES:
-    config = experiments.low_budget_encoder_config(size)
+  if size in recipes.LOW_BUDGET_SIZES:
+    config = recipes.low_budget_encoder_config(size)
     config.dropout_rate = config.attention_dropout_rate = 0.1  # Table 6.
     return encoders.EncoderConfig(
         type='any', any=encoder_sizes.RelativePositionEncoderConfig(
             **config.as_dict(),
-            relative_position_bias_scale=experiments.relative_position_bias_scale(size)))
+            relative_position_bias_scale=recipes.relative_position_bias_scale(size)))
   config = encoder_sizes.encoder_config(size, vocab_size=_BERT_VOCAB_SIZE)
   if relative_positions:
     return encoders.EncoderConfig(

@@ -13,7 +13,7 @@ import tensorflow as tf
 from teams_tf.finetuning import glue
 from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import teams_pretrainer
-from teams_tf.registry import experiments
+from teams_tf.registry import recipes
 from tests import testing_utils
 
 SEQ_LENGTH = 32
@@ -55,7 +55,7 @@ def _write_glue_fixtures(root, seed=0):
 
 def demo_encoder_config():
   """The `*_demo` runs' encoder (pre-LN, no dropout), which glue_*_demo fine-tunes."""
-  return experiments.low_budget_encoder_config('demo')
+  return recipes.low_budget_encoder_config('demo')
 
 
 def save_tiny_pretraining_checkpoint(directory, objective='teams'):
@@ -65,7 +65,7 @@ def save_tiny_pretraining_checkpoint(directory, objective='teams'):
   relative_positions = dict(
       relative_position_bias=True, relative_position_num_buckets=32,
       relative_position_max_distance=128,
-      relative_position_bias_scale=experiments.relative_position_bias_scale('demo'))
+      relative_position_bias_scale=recipes.relative_position_bias_scale('demo'))
   if objective == 'teams':
     model = teams_pretrainer.build_teams_pretrainer(testing_utils.tiny_teams_config(
         encoder=demo_encoder_config(), **relative_positions), seed=3)

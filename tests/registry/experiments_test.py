@@ -16,6 +16,7 @@ from official.core import task_factory
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.models import teams_pretrainer
 from teams_tf.registry import experiments
+from teams_tf.registry import recipes
 from teams_tf.tasks import mlm_task
 from tests import testing_utils
 
@@ -166,7 +167,7 @@ class ExperimentsTest(tf.test.TestCase, parameterized.TestCase):
         continue
       runtime = _registered(name)['runtime']
       placement = (runtime['distribution_strategy'], runtime['mixed_precision_dtype'])
-      if experiments.split_name(name)[1] in experiments.LOW_BUDGET_SIZES:
+      if experiments.split_name(name)[1] in recipes.LOW_BUDGET_SIZES:
         self.assertEqual(('mirrored', None), placement, name)
       else:
         self.assertEqual(('tpu', 'bfloat16'), placement, name)
