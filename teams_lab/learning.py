@@ -11,7 +11,6 @@ it ends, so the report fills in across sessions. The report (`learning.md`, `lea
 
 import dataclasses
 import json
-import math
 import os
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from teams_tf.preprocessing import pretraining_records
 from teams_tf.preprocessing import record_format
 from teams_tf.preprocessing import vocab_builder
 from teams_tf.registry import experiments
+from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
@@ -133,6 +133,11 @@ def _comparable(setup: dict) -> dict:
   return {**defaults, **setup, 'out_dir': None, 'keep_checkpoints': None}
 
 
+def vocab_path(work_dir: str, vocab_size: int) -> str:
+  """Where `prepare_data` keeps the corpus vocabulary of target size `vocab_size`."""
+  return os.path.join(work_dir, f'vocab_{vocab_size}.txt')
+
+
 def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
                  seq_length: int) -> tuple[str, str, str]:
   """Builds, once, the corpus vocabulary and unmasked records of every run under `work_dir`.
@@ -161,7 +166,7 @@ def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
                      'the shared Wikipedia extract (shared/data/corpus/enwiki_2015_extract).')
   train_files = ','.join(os.path.join(corpus_dir, name) for name in names[:49])
   held_out = os.path.join(corpus_dir, names[49])
-  vocab = os.path.join(work_dir, f'vocab_{vocab_size}.txt')
+  vocab = vocab_path(work_dir, vocab_size)
   if not os.path.exists(vocab):
     print(f'building the corpus vocabulary {vocab} from wiki_00-48', flush=True)
     # Every non-blank line is text, so the document grouping does not matter; 'file' keeps no state.
@@ -422,12 +427,6 @@ def verdicts(objective: str, last: dict) -> list[dict]:
   return rows
 
 
-def _checkpoint_step(model_dir: str) -> int:
-  """The step of the latest checkpoint in `model_dir`; 0 when it holds none."""
-  prefix = tf.train.latest_checkpoint(model_dir)
-  return 0 if prefix is None else checkpoints.global_step(prefix)
-
-
 def result_path(setup: Setup, objective: str) -> str:
   return _result_file(setup.out_dir, objective)
 
@@ -455,9 +454,9 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
   model_dir = run_dir(setup, objective)
   os.makedirs(setup.work_dir, exist_ok=True)
   command = train_command(objective, setup)
-  budget_steps = math.floor(setup.max_train_flops / flops_per_step)
+  budget_steps = budgets.steps_in_budget(setup.max_train_flops, flops_per_step)
   start = time.monotonic()
-  reached = _checkpoint_step(model_dir)
+  reached = checkpoints.global_step(tf.train.latest_checkpoint(model_dir))
   if reached >= budget_steps:
     # Trained to its budget, but its result was never written (the run was stopped after its
     # last checkpoint, or the result's folder was gone): teams_lab.train would refuse to train

@@ -106,7 +106,7 @@ def reuse_vocabulary(work_dir: str, release_root: str, log=print) -> Optional[st
     ValueError: the releases disagree on their vocabulary, or a release's vocab.txt does not
       match its recorded sha256.
   """
-  target = os.path.join(work_dir, f'vocab_{learning.VOCAB_SIZE}.txt')
+  target = learning.vocab_path(work_dir, learning.VOCAB_SIZE)
   found = {name: release for name, release in releases_in(release_root).items()
            if 'vocab.txt' in release.get('sha256', {})}
   if os.path.exists(target) or not found:

@@ -91,6 +91,11 @@ def _end_schedule_at(optimizer_config, steps):
   return f'learning_rate.{schedule_type}.decay_steps {before:,} -> {schedule.decay_steps:,}'
 
 
+def steps_in_budget(max_train_flops: float, flops_per_step: float) -> int:
+  """The whole training steps a FLOP budget allows (where `resolve` stops a run)."""
+  return math.floor(max_train_flops / flops_per_step)
+
+
 def resolve(params) -> None:
   """Checks the budgets of `params.trainer` and turns a FLOP budget into steps, in place.
 
@@ -111,7 +116,7 @@ def resolve(params) -> None:
   if max_flops is None:
     return
   flops_per_step = experiment_flops.step_flops(params)
-  steps = math.floor(max_flops / flops_per_step)
+  steps = steps_in_budget(max_flops, flops_per_step)
   what = f'FLOP budget {_sci(max_flops)} = {steps:,} steps of {_sci(flops_per_step)} FLOPs'
   if steps < 1:
     raise ValueError(f'trainer.max_train_flops={_sci(max_flops)} is less than one training step '

@@ -46,7 +46,7 @@ class ReleasedRunsTest(tf.test.TestCase):
     source = _write_release(self.releases, 'bert_seed1')
     _write_release(self.releases, 'electra_seed1')
     target = released_runs.reuse_vocabulary(self.work_dir, self.releases, log=lambda _: None)
-    self.assertEqual(os.path.join(self.work_dir, f'vocab_{learning.VOCAB_SIZE}.txt'), target)
+    self.assertEqual(os.path.join(self.work_dir, 'vocab_8192.txt'), target)
     with open(target) as f:
       self.assertEqual('[PAD]\n[UNK]\nthe\n', f.read())
     # One already in the work directory is kept.
