@@ -25,7 +25,7 @@ from teams_tf.utils import atomic_files
 RANDOM = 'random'
 # Mini variants under test (`learning.mini_runs`), each fine-tuned beside its objective: recipe
 # changes, which the replication keeps only if they make pretraining matter, and paper ablations
-# that ask why an objective does or does not (learning_recipe.md).
+# that ask why an objective does or does not (RECIPE_NOTES.md).
 VARIANTS = ('electra_corrupt15', 'electra_text_rtd', 'electra_rtd10', 'electra_rtd5',
             'electra_rtd5_attention_head', 'electra_rtd5_teams_generator', 'teams_no_tie',
             'teams_no_mws', 'teams_no_mws_rtd50', 'teams_no_mws_no_tie')

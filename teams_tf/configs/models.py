@@ -31,7 +31,7 @@ class RelativePositions(base_config.Config):
       learns this many times faster and starts the same
       (`layers.relative_position_attention.ScaledRelativePositionBias`); 1 as in T5 and COCO-LM.
       No registered recipe sets it yet; the demo-size trials are in
-      benchmarks/learning_recipe.md.
+      teams_lab/RECIPE_NOTES.md.
   """
   relative_position_bias: bool = False
   relative_position_num_buckets: int = 32
@@ -103,12 +103,12 @@ class TeamsConfig(RelativePositions):
       1 = the papers (ELECTRA Eq. 1, TEAMS §3.2: x^R has x̂ at every masked position). Below 1
       it sets the discriminator's corruption apart from the generator's masking rate, a
       departure from the papers: with the mini recipe's 40% masking, 0.375 corrupts 15% of the
-      tokens as ELECTRA's 15% masking does (benchmarks/learning_recipe.md).
+      tokens as ELECTRA's 15% masking does (teams_lab/RECIPE_NOTES.md).
     rtd_loss_positions: where the RTD loss (Eq. 4) is averaged: 'all' = every non-padding token
       (ELECTRA §2, TEAMS Eq. 4; default) or 'text' = the text's own tokens, leaving out [CLS] and
       [SEP] (ids from `train_data.vocab_file`). Those are never replaced, so under 'all' RTD only
       teaches them the constant answer "original", and [CLS] is where Model Garden's sentence
-      classifier reads (benchmarks/learning_recipe.md). 'text' is a departure from the papers.
+      classifier reads (teams_lab/RECIPE_NOTES.md). 'text' is a departure from the papers.
       The RTD metrics (accuracy, AUC and its context-free baseline) are over the same positions:
       a 'text' model's outputs at [CLS] and [SEP] are untrained and would rank arbitrarily.
   """
@@ -244,7 +244,7 @@ class TacoConfig(RelativePositions):
   One encoder and one forward pass; the TC loss reads the global semantics g = h - e of every
   token (Eq. 3, 9, 10): the last-layer output minus its "static embedding", which TACO's
   released code takes to be the embedding layer's output (the input of the first layer, at the
-  hidden width; `shared_encoders.embedding_output`).
+  hidden width; `encoder_embeddings.embedding_output`).
 
   Attributes:
     encoder: the encoder (kept); its embedding table is tied to the MLM output layer.

@@ -61,10 +61,11 @@ def _electra_fields(size, encoder):
 _COCO_LM_AUXILIARY_LAYERS = {'small': 4, 'base': 4, 'large': 6, 'demo': 1, 'mini': 1}
 
 # SCRIPT's α (§4.1: 50) at the low-budget sizes, chosen by measurement: on one shared encoder and
-# head, 50 and 10 hold `script_mini` on the frequency plateau (held-out MLM accuracy 7.2% and 6.2%
-# at step 500, under the context-free 14.2%) while 1 reads 20.7% with a better critic (disc AUC
-# 0.597 against 0.579 at 50 and 0.548 at 10; benchmarks/learning_recipe.md). At α = 50
-# `script_demo` ended its 1,400 steps at MLM accuracy 0.038 against the context-free 0.124.
+# head, 50 and 10 hold `script_mini` on the frequency plateau (held-out MLM accuracy 7.5% at the
+# 3,000-step budget at 50, 6.2% at step 500 at 10, under the context-free 14.2%) while 1 reads
+# 26.8% with a better critic (AUC 0.631 against 0.602 at 50; teams_lab/RECIPE_NOTES.md, "The mini
+# benchmark re-run"). At α = 50 `script_demo` ended its 1,400 steps at MLM accuracy 0.038 against
+# the context-free 0.124.
 _SCRIPT_LOW_BUDGET_ALPHA = 1.0
 
 # Model fields of an objective or variant at a size, given its encoder config.

@@ -75,7 +75,7 @@ class LowBudgetRecipe(typing.NamedTuple):
 # `*_mini`, the learning benchmark: 4 layers, H 128. With 15% masking every variant tried stayed
 # on the plateau for 2,500 steps; with 40% and absolute positions only a BERT left it after about
 # 2,000 steps, with the bias after about 600; the bias scale of 10 gave 24.3% held-out MLM
-# accuracy at step 800 against 18.0% (benchmarks/learning_recipe.md).
+# accuracy at step 800 against 18.0% (teams_lab/RECIPE_NOTES.md).
 _MINI = LowBudgetRecipe(
     purpose='the learning benchmark',
     encoder_size='mini', mask_rate=0.4, eval_mask_rate=0.15, seq_length=64, batch_size=64,
@@ -86,7 +86,7 @@ _MINI = LowBudgetRecipe(
 # The bias scale of 10 halved the steps a demo-size encoder needs to leave the plateau; 5e-3 and
 # 1e-3 peak learning rates were slower than 3e-3. At 800 steps the TEAMS discriminator ended at
 # what token identity gives and one run of two left the generator on the plateau; at 1,400 every
-# run passed all three context-free baselines (benchmarks/learning_recipe.md).
+# run passed all three context-free baselines (teams_lab/RECIPE_NOTES.md).
 _DEMO = LowBudgetRecipe(
     purpose="the README's first run, 3 minutes",
     encoder_size='tiny', mask_rate=0.4, eval_mask_rate=0.15, seq_length=64, batch_size=32,
