@@ -22,8 +22,10 @@ from typing import Callable, Optional
 import numpy as np
 
 from teams_lab import learning
+from teams_lab import learning_report
 from teams_lab import replication
 from teams_lab import replication_report
+from teams_lab import replication_summary
 from teams_tf.utils import atomic_files
 
 
@@ -66,7 +68,7 @@ def _run_sweep(protocol: replication.FineTuneProtocol, encoder: str, learning_di
   Raises:
     ValueError: `learning_dir` has no finished run of `encoder`.
   """
-  result = learning.load_results(learning_dir).get(encoder)
+  result = learning_report.load_results(learning_dir).get(encoder)
   if result is None or not result['curve']:
     raise ValueError(f'{learning_dir} has no finished {encoder} pretraining run; pretrain it '
                      f'with tools/benchmark_learning.py --objectives={encoder} --keep_checkpoints.')
@@ -222,13 +224,13 @@ def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
 
   Args:
     along: the run and its steps.
-    pretraining: the run's learning result (`learning.load_results(...)[encoder]`), for each
+    pretraining: the run's learning result (`learning_report.load_results(...)[encoder]`), for each
       step's FLOPs and training time.
 
   Returns:
     [{'step', 'flops', 'train_seconds' (interpolated between the run's evaluations, which
     fall between checkpoints; None outside them or where they lack a time),
-    'tasks': {task: `replication_report.task_summary` entry}, 'average' (mean of the task
+    'tasks': {task: `replication_summary.task_summary` entry}, 'average' (mean of the task
     medians, None until every task has every seed), 'beats_random': {task: True, False or None
     (undecided)}, empty for random init}].
   """
@@ -236,7 +238,7 @@ def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
   # Each task at its one rate, so that `task_summary` reads the seeds there.
   at_rate = {task: dataclasses.replace(protocol, learning_rates=(rate,))
              for task, rate in along.rates.items()}
-  floor = {task: replication_report.task_summary(protocol, along.random_init_dir,
+  floor = {task: replication_summary.task_summary(protocol, along.random_init_dir,
                                                   replication.RANDOM, task)
            for task in protocol.tasks}
   timed = [(row['step'], row['train_seconds']) for row in pretraining['curve']
@@ -247,14 +249,14 @@ def summarize(along: AlongRun, pretraining: dict) -> list[dict]:
     out_dir = along.sweep.out_dir if step == last else step_sweep(along, step).out_dir
     rows.append(dict(step=step, flops=step * pretraining['flops_per_step'],
                      train_seconds=_interpolate(timed, step),
-                     tasks={task: replication_report.task_summary(
+                     tasks={task: replication_summary.task_summary(
                          at_rate[task], out_dir, along.encoder, task)
                             for task in protocol.tasks}))
   for row in rows:
     complete = all(entry['complete'] for entry in row['tasks'].values())
     row['average'] = (sum(entry['median'] for entry in row['tasks'].values()) /
                       len(row['tasks']) if complete else None)
-    row['beats_random'] = {task: replication_report.beats(entry, floor[task])
+    row['beats_random'] = {task: replication_summary.beats(entry, floor[task])
                            for task, entry in row['tasks'].items()} if row['step'] else {}
   return rows
 

@@ -6,7 +6,8 @@ training-FLOP budget (`trainer.max_train_flops`), evaluating every `validation_i
 A run is one unit of work: it resumes from its own checkpoints when interrupted, and its result
 file (`<out_dir>/<objective>.json`: the validation curve with FLOPs and wall time) is written when
 it ends, so the report fills in across sessions. The report (`learning.md`, `learning.json`,
-`learning.png`) puts each objective's last evaluation beside its targets and trivial baselines.
+`learning.png`, `learning_report`) puts each objective's last evaluation beside its targets and
+trivial baselines.
 """
 
 import dataclasses
@@ -22,12 +23,9 @@ import tensorflow as tf
 from official.core import exp_factory
 
 from teams_lab import child_processes
+from teams_lab import learning_data
 from teams_lab import research_variants  # noqa: F401  (registers the mini variants)
-from teams_tf.data import corpus
 from teams_tf.data import tokenization
-from teams_tf.preprocessing import pretraining_records
-from teams_tf.preprocessing import record_format
-from teams_tf.preprocessing import vocab_builder
 from teams_tf.registry import experiments
 from teams_tf.training import budgets
 from teams_tf.training import checkpoints
@@ -40,7 +38,7 @@ OBJECTIVES = ('bert', 'electra', 'teams', 'mws', 'coco_lm', 'taco', 'script')
 # The budget of the learning benchmark and of the GLUE replication, in BERT-mini steps: the
 # issue's reference recipe took about 9,000 steps to pass 43% held-out MLM accuracy, and at
 # 3,000 the pretrained encoders barely beat a random-init one on GLUE
-# (benchmarks/learning_recipe.md, "The budget").
+# (teams_lab/RECIPE_NOTES.md, "The budget").
 BERT_STEPS = 9000
 # Target size of the corpus vocabulary (benchmarks/vocab.md) and steps between evaluations.
 VOCAB_SIZE = 8192
@@ -133,62 +131,6 @@ def _comparable(setup: dict) -> dict:
   return {**defaults, **setup, 'out_dir': None, 'keep_checkpoints': None}
 
 
-def vocab_path(work_dir: str, vocab_size: int) -> str:
-  """Where `prepare_data` keeps the corpus vocabulary of target size `vocab_size`."""
-  return os.path.join(work_dir, f'vocab_{vocab_size}.txt')
-
-
-def prepare_data(corpus_dir: str, work_dir: str, vocab_size: int,
-                 seq_length: int) -> tuple[str, str, str]:
-  """Builds, once, the corpus vocabulary and unmasked records of every run under `work_dir`.
-
-  The vocabulary is learned from wiki_00-48 as `tools/build_vocab.py` learns it; the records of
-  wiki_00-48 (training) and wiki_49 (held out) are written as `tools/create_pretraining_data.py`
-  writes them with its defaults, on every core. Each step prints what it builds, logs its
-  progress and prints the tool's summary. Whatever a previous call completed is kept.
-
-  Args:
-    corpus_dir: directory of wiki_00.txt ... wiki_49.txt.
-    work_dir: gets `vocab_<vocab_size>.txt` and `records_<vocab_size>_{train,valid}/`.
-    vocab_size: target size of the vocabulary.
-    seq_length: T of the records.
-
-  Returns:
-    (vocabulary file, training records pattern, held-out records pattern).
-
-  Raises:
-    ValueError: `corpus_dir` lacks one of the 50 files.
-  """
-  names = [f'wiki_{i:02d}.txt' for i in range(50)]
-  missing = [name for name in names if not os.path.exists(os.path.join(corpus_dir, name))]
-  if missing:
-    raise ValueError(f'--corpus_dir={corpus_dir} lacks {", ".join(missing[:3])}...; point it at '
-                     'the shared Wikipedia extract (shared/data/corpus/enwiki_2015_extract).')
-  train_files = ','.join(os.path.join(corpus_dir, name) for name in names[:49])
-  held_out = os.path.join(corpus_dir, names[49])
-  vocab = vocab_path(work_dir, vocab_size)
-  if not os.path.exists(vocab):
-    print(f'building the corpus vocabulary {vocab} from wiki_00-48', flush=True)
-    # Every non-blank line is text, so the document grouping does not matter; 'file' keeps no state.
-    source = corpus.CorpusSource(input_patterns=train_files, document_mode='file')
-    print(vocab_builder.build_vocabulary(source, vocab, vocab_size), flush=True)
-  records = {}
-  for split, files in (('train', train_files), ('valid', held_out)):
-    out = os.path.join(work_dir, f'records_{vocab_size}_{split}')
-    # The summary is written last: without it the directory holds an interrupted run.
-    if not os.path.exists(os.path.join(out, 'pretrain-summary.json')):
-      print(f'writing the {split} records {out}', flush=True)
-      start = time.monotonic()
-      summary = pretraining_records.create_pretraining_data(
-          corpus.CorpusSource(input_patterns=files),
-          record_format.RecordOptions(vocab_file=vocab, seq_length=seq_length,
-                                      output_kind='unmasked'),
-          out, num_shards=8, num_workers=os.cpu_count() or 1, overwrite=True)
-      print(pretraining_records.summary_text(summary, out, time.monotonic() - start), flush=True)
-    records[split] = os.path.join(out, 'pretrain-*.tfrecord')
-  return vocab, records['train'], records['valid']
-
-
 def mini_runs() -> dict[str, str]:
   """Run name -> its experiment: every objective, then every registered mini variant.
 
@@ -225,14 +167,14 @@ def step_flops(vocab_size: int) -> dict[str, float]:
 def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
                   bert_steps: int, validation_interval: int, seed: Optional[int] = None,
                   keep_checkpoints: bool = False) -> tuple[Setup, dict[str, float]]:
-  """The benchmark's runs on the corpus: data built (`prepare_data`) and budget.
+  """The benchmark's runs on the corpus: data built (`learning_data.prepare_data`) and budget.
 
   Every objective trains on the same records with the same budget, the FLOPs of `bert_steps`
   steps of `bert_mini` (whose data and trainer every mini objective shares), so that the learning
   benchmark and the GLUE replication (`replication.py`) run and reuse the same runs.
 
   Args:
-    corpus_dir, work_dir, vocab_size: as for `prepare_data`.
+    corpus_dir, work_dir, vocab_size: as for `learning_data.prepare_data`.
     out_dir: result files and the report.
     bert_steps: the budget in BERT-mini steps.
     validation_interval: steps between evaluations.
@@ -248,7 +190,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
   os.makedirs(work_dir, exist_ok=True)
   os.makedirs(out_dir, exist_ok=True)
   recipe = exp_factory.get_exp_config('bert_mini')
-  vocab, train, valid = prepare_data(corpus_dir, work_dir, vocab_size,
+  vocab, train, valid = learning_data.prepare_data(corpus_dir, work_dir, vocab_size,
                                      recipe.task.train_data.seq_length)
   vocab_size = tokenization.load_vocabulary(vocab).size
   flops = step_flops(vocab_size)
@@ -258,32 +200,6 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
       validation_interval=validation_interval, validation_steps=recipe.trainer.validation_steps,
       work_dir=work_dir, out_dir=out_dir, seed=seed, keep_checkpoints=keep_checkpoints)
   return setup, flops
-
-
-def preamble(setup: Setup, bert_steps: int, command: str) -> str:
-  """The report's title and the paragraph saying how its runs were made.
-
-  Args:
-    setup: the runs' settings.
-    bert_steps: the budget in BERT-mini steps (`tools/benchmark_learning.py --bert_steps`).
-    command: the command line that writes the report (`command_lines.tool_command`).
-  """
-  # Every mini objective shares bert_mini's data and trainer.
-  recipe = exp_factory.get_exp_config('bert_mini')
-  validation_data = recipe.task.validation_data
-  seeds = '' if setup.seed is None else (
-      f', seeded with {setup.seed} (`teams_tf.train --seed`)')
-  return '\n'.join([
-      '# Learning benchmark: mini objectives at equal training FLOPs', '',
-      f'`{command}`: every '
-      f'`<objective>_mini` (registry/experiments.py) trained to {setup.max_train_flops:.3g} '
-      f'FLOPs ({bert_steps:,} BERT-mini steps){seeds} on wiki_00-48 of the shared Wikipedia '
-      f'extract, held-out evaluation on wiki_49 '
-      f'({validation_data.mask_rate:.0%} masking, {setup.validation_steps} batches '
-      f'of {validation_data.global_batch_size} x {recipe.task.train_data.seq_length} tokens) '
-      f'every {setup.validation_interval} steps; corpus vocabulary of {setup.vocab_size:,} '
-      'WordPiece tokens. Training minutes are wall time on the machine each section names: '
-      'compare them within one machine only.'])
 
 
 def overrides(setup: Setup) -> str:
@@ -428,10 +344,11 @@ def verdicts(objective: str, last: dict) -> list[dict]:
 
 
 def result_path(setup: Setup, objective: str) -> str:
-  return _result_file(setup.out_dir, objective)
+  return result_file(setup.out_dir, objective)
 
 
-def _result_file(out_dir: str, objective: str) -> str:
+def result_file(out_dir: str, objective: str) -> str:
+  """Where a run's result is written in `out_dir` (`learning_report` reads it there)."""
   return os.path.join(out_dir, f'{objective}.json')
 
 
@@ -483,101 +400,3 @@ def run_objective(objective: str, setup: Setup, flops_per_step: float,
       f'{v["metric"]} {v["value"]:.3f} (target {v["target"]}, baseline {v["baseline"]})'
       for v in result['targets'] if v['value'] is not None))
   return result
-
-
-def load_results(out_dir: str) -> dict[str, dict]:
-  """Run -> result, for every run (`mini_runs`) whose result file exists in `out_dir`."""
-  results = {}
-  for objective in mini_runs():
-    path = _result_file(out_dir, objective)
-    if os.path.exists(path):
-      with open(path) as f:
-        results[objective] = json.load(f)
-  return results
-
-
-def _format(value, digits=3):
-  return '—' if value is None else f'{value:.{digits}f}'
-
-
-def _target_rows(run: str, result: dict) -> list[str]:
-  return [f'| {run} | {verdict["metric"]} | {_format(verdict["value"])} | {verdict["target"]} | '
-          f'{_format(verdict["baseline"])} | {"yes" if verdict["met"] else "**no**"} |'
-          for verdict in result['targets']]
-
-
-def markdown(results: dict[str, dict], preamble: str) -> str:
-  """The report: the targets table, then each objective's validation curve."""
-  lines = [preamble, '', '## Targets (last evaluation of each run)', '',
-           '| objective | metric | held-out | target | trivial baseline | met |',
-           '|---|---|---|---|---|---|']
-  for objective in OBJECTIVES:
-    if objective not in results:
-      for target in TARGETS[objective]:
-        lines.append(f'| {objective} | {target.metric} | not run yet | {target.threshold} | '
-                     f'{target.baseline} | — |')
-      continue
-    lines += _target_rows(objective, results[objective])
-  for objective in results:
-    if objective not in OBJECTIVES:
-      lines += _target_rows(objective, results[objective])
-  for objective, result in results.items():
-    targets = TARGETS[objective_of(objective)]
-    metrics = [t.metric for t in targets]
-    metrics += list(dict.fromkeys(t.baseline for t in targets if not t.baseline[0].isdigit()))
-    # Context-free baselines the run reported beyond its targets' (e.g. MWS's, beside chance).
-    metrics += sorted({key for row in result['curve'] for key in row
-                       if 'context_free' in key} - set(metrics))
-    # A variant that drops a loss (e.g. TEAMS without MWS) reports none of its metric.
-    metrics = [m for m in metrics if any(m in row for row in result['curve'])]
-    lines += ['', f'## {mini_runs()[objective]}', '',
-              f'{result["flops_per_step"]:.3g} training FLOPs per step; trained on '
-              f'{result.get("machine", "a machine not recorded")}.', '',
-              '| step | PFLOPs | training minutes | ' + ' | '.join(metrics) + ' |',
-              '|---' * (3 + len(metrics)) + '|']
-    for row in result['curve']:
-      minutes = row.get('train_seconds')
-      lines.append(
-          f'| {row["step"]:,} | {row["flops"] / 1e15:.2f} | '
-          f'{"—" if minutes is None else f"{minutes / 60:.1f}"} | ' +
-          ' | '.join(_format(row.get(metric)) for metric in metrics) + ' |')
-  return '\n'.join(lines) + '\n'
-
-
-def plot(results: dict[str, dict], path: str) -> None:
-  """Held-out metrics against training FLOPs, one panel per metric, all objectives together."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  panels = ('mlm_accuracy', 'rtd_auc', 'mws_accuracy', 'copy_auc', 'disc_auc')
-  figure, axes = pyplot.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
-  for axis, metric in zip(axes, panels):
-    for objective, result in results.items():
-      rows = [row for row in result['curve'] if metric in row]
-      if rows:
-        axis.plot([row['flops'] for row in rows], [row[metric] for row in rows],
-                  marker='.', label=objective)
-      if metric == 'mlm_accuracy':
-        baseline = [row['mlm_context_free_accuracy'] for row in result['curve']
-                    if 'mlm_context_free_accuracy' in row]
-        if baseline:
-          axis.axhline(baseline[-1], color='gray', linestyle=':', linewidth=1)
-    axis.set_title(metric + (' (dotted: context-free)' if metric == 'mlm_accuracy' else ''))
-    axis.set_xlabel('training FLOPs')
-    axis.grid(alpha=0.3)
-    if axis.get_legend_handles_labels()[0]:
-      axis.legend(fontsize=7)
-  figure.tight_layout()
-  figure.savefig(path, dpi=100)
-  pyplot.close(figure)
-
-
-def write_report(setup: Setup, preamble: str) -> dict[str, dict]:
-  """Writes learning.{md,json,png} into `setup.out_dir` from the result files there."""
-  results = load_results(setup.out_dir)
-  atomic_files.write_text(os.path.join(setup.out_dir, 'learning.md'),
-                          markdown(results, preamble))
-  atomic_files.write_json(os.path.join(setup.out_dir, 'learning.json'), results)
-  if results:
-    plot(results, os.path.join(setup.out_dir, 'learning.png'))
-  return results

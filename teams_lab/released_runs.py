@@ -17,6 +17,7 @@ import statistics
 from typing import Optional
 
 from teams_lab import learning
+from teams_lab import learning_data
 from teams_tf.training import releases
 
 # Training minutes of one run at the base budget on 2 AMD EPYC cores, for an objective with no
@@ -92,7 +93,7 @@ def outlook(names: list[str], release_root: str, bert_steps: int) -> str:
 
 
 def reuse_vocabulary(work_dir: str, release_root: str, log=print) -> Optional[str]:
-  """Copies the releases' corpus vocabulary into `work_dir`, where `learning.prepare_data`
+  """Copies the releases' corpus vocabulary into `work_dir`, where `learning_data.prepare_data`
   finds it, instead of learning it again (about 25 minutes on 2 cores).
 
   Every release is trained with the one vocabulary learned from wiki_00-48, so a new run that
@@ -106,7 +107,7 @@ def reuse_vocabulary(work_dir: str, release_root: str, log=print) -> Optional[st
     ValueError: the releases disagree on their vocabulary, or a release's vocab.txt does not
       match its recorded sha256.
   """
-  target = learning.vocab_path(work_dir, learning.VOCAB_SIZE)
+  target = learning_data.vocab_path(work_dir, learning.VOCAB_SIZE)
   found = {name: release for name, release in releases_in(release_root).items()
            if 'vocab.txt' in release.get('sha256', {})}
   if os.path.exists(target) or not found:

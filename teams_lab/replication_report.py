@@ -1,9 +1,9 @@
 """The report of the mini replication (`replication.py`), from its committed result files.
 
-Per encoder and task: the median and min-max over seeds of the dev headline metric at the
-learning rate its seed 1 chose, and whether it beats the random-init encoder by more than the
-seed spread (median gap larger than both min-max ranges). Per seed paper, one sentence saying
-whether its claimed ordering reproduces on the average over tasks of the medians, against the
+The table of every encoder and task (`replication_summary`: the median and min-max over seeds of
+the dev headline metric at the learning rate its seed 1 chose, and whether it beats the
+random-init encoder by more than the seed spread). Per seed paper, one sentence saying whether
+its claimed ordering reproduces on the average over tasks of the medians, against the
 fine-tuning seed spread and, for encoders pretrained more than once (other sweeps), the range of
 their runs' averages. Written as `replication.{md,json}`, `pretraining.png` (held-out MLM
 accuracy against training FLOPs, from the learning benchmark's result files) and `glue.png` (one
@@ -14,10 +14,9 @@ import dataclasses
 import os
 from typing import NamedTuple
 
-import numpy as np
-
-from teams_lab import learning
+from teams_lab import learning_report
 from teams_lab import replication
+from teams_lab import replication_summary
 from teams_tf.utils import atomic_files
 
 # (paper, claimed ordering, pairs (a, b) meaning "a fine-tunes better than b"): each paper's
@@ -31,8 +30,6 @@ PAPER_CLAIMS = (
     # Its ablation of partial layer sharing: 81.99 against 81.65 for Small++.
     ('TEAMS', 'TEAMS > No Tie (Table 4)', (('teams', 'teams_no_tie'),)),
 )
-# A pretrained encoder is flagged when it beats random init on fewer tasks than this.
-MIN_TASKS_BEATEN = 2
 
 
 class _Gap(NamedTuple):
@@ -44,112 +41,9 @@ class _Gap(NamedTuple):
   means: str  # Which sides are means over pretraining runs; '' if neither.
 
 
-def task_summary(protocol, out_dir, encoder, task):
-  """One encoder's seed-1 scores per rate, and its seeds at the chosen rate (`summarize`)."""
-  rate = replication.choose_learning_rate(protocol, out_dir, encoder, task)
-  seed_one = {replication.format_rate(r): replication.read_unit(
-      out_dir, replication.Unit(encoder, task, r, 1)) for r in protocol.learning_rates}
-  entry = dict(learning_rate=rate, seed_one={r: None if result is None else
-                                             replication.headline(result)
-                                             for r, result in seed_one.items()})
-  runs = [replication.read_unit(out_dir, replication.Unit(encoder, task, rate, seed))
-          for seed in range(1, protocol.seeds + 1)]
-  values = [replication.headline(result) for result in runs if result is not None]
-  entry.update(values=values, complete=len(values) == protocol.seeds)
-  if values:
-    entry.update(median=float(np.median(values)), min=min(values), max=max(values))
-  return entry
-
-
-def beats(entry, floor):
-  """Median gap larger than both seed spreads; None until both have every seed."""
-  if not (entry['complete'] and floor['complete']):
-    return None
-  spread = max(entry['max'] - entry['min'], floor['max'] - floor['min'])
-  return entry['median'] - floor['median'] > spread
-
-
 def flags_text(beats_random: dict) -> str:
   """'yes / no / —' for beating random init on each task (— undecided); '' for random init."""
   return ' / '.join({True: 'yes', False: 'no', None: '—'}[flag] for flag in beats_random.values())
-
-
-def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict, floor: dict) -> dict:
-  """One pretraining run of `encoder` as the sweep in `sweep_dir` fine-tuned it.
-
-  Its random-init flags use `floor` (the main sweep's random-init tasks): random init does not
-  depend on the pretraining run, so other sweeps fine-tune none of their own.
-  """
-  first = replication.read_unit(sweep_dir, replication.Unit(
-      encoder, protocol.tasks[0], protocol.learning_rates[0], 1))
-  settings = (first or {}).get('settings') or {}
-  return dict(sweep=os.path.basename(os.path.normpath(sweep_dir)),
-              pretraining_seed=settings.get('pretraining_seed'),
-              medians={task: task_entry['median'] for task, task_entry in entry['tasks'].items()},
-              beats_random={task: beats(task_entry, floor[task])
-                            for task, task_entry in entry['tasks'].items()},
-              average=entry['average']['median'])
-
-
-def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str,
-                   encoders=replication.ENCODERS) -> dict:
-  """{encoder: {'tasks', 'average'}} of one sweep, as `summarize` documents them."""
-  summary = {}
-  for encoder in encoders:
-    tasks = {task: task_summary(protocol, out_dir, encoder, task) for task in protocol.tasks}
-    average = None
-    if all(entry['complete'] for entry in tasks.values()):
-      average = dict(median=float(np.mean([e['median'] for e in tasks.values()])),
-                     spread=float(np.mean([e['max'] - e['min'] for e in tasks.values()])))
-    summary[encoder] = dict(tasks=tasks, average=average)
-  return summary
-
-
-def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps=(),
-              random_init_dir=None) -> dict:
-  """Every encoder's per-task entries, random-init flags and average over tasks.
-
-  Args:
-    protocol: the fine-tuning protocol of every sweep.
-    out_dir: the sweep's committed unit results.
-    other_sweeps: unit results of the same protocol over other pretraining runs of the encoders
-      (`tools/replicate.py --pretraining_seed`'s --out_dir).
-    random_init_dir: the sweep whose random-init units to compare with, when not `out_dir`
-      (random init does not depend on the pretraining run, so a sweep of another run reuses
-      the main sweep's).
-
-  Returns:
-    {encoder: {'tasks': {task: {'learning_rate' (None until chosen), 'seed_one' (rate ->
-    headline or None), 'values' (seeds 1..N at the chosen rate), 'complete', and with values
-    'median', 'min', 'max'}}, 'beats_random': {task: True, False or None (undecided)},
-    'average': None until every task has every seed, else {'median': mean of the task medians,
-    'spread': mean of the task min-max ranges, and with more than one pretraining run
-    'pretraining_range': max - min of the runs' averages, 'runs_mean': their mean},
-    'pretraining_runs': [{'sweep',
-    'pretraining_seed', 'medians' (task -> median), 'beats_random' (against the random init
-    above: this sweep's, or `random_init_dir`'s), 'average'}] of the complete runs, this sweep's
-    first}}, scores in [-1, 1].
-  """
-  if random_init_dir:
-    summary = _sweep_summary(protocol, out_dir, [e for e in replication.ENCODERS
-                                                 if e != replication.RANDOM])
-    summary.update(_sweep_summary(protocol, random_init_dir, (replication.RANDOM,)))
-  else:
-    summary = _sweep_summary(protocol, out_dir)
-  floor = summary[replication.RANDOM]['tasks']
-  others = [(sweep, _sweep_summary(protocol, sweep)) for sweep in other_sweeps]
-  for encoder, entry in summary.items():
-    entry['beats_random'] = ({} if encoder == replication.RANDOM else
-                             {task: beats(task_entry, floor[task])
-                              for task, task_entry in entry['tasks'].items()})
-    runs = [(out_dir, entry)] + [(sweep, other[encoder]) for sweep, other in others]
-    entry['pretraining_runs'] = [_pretraining_run(protocol, sweep, encoder, run, floor)
-                                 for sweep, run in runs if run['average'] is not None]
-    if entry['average'] is not None and len(entry['pretraining_runs']) > 1:
-      averages = [run['average'] for run in entry['pretraining_runs']]
-      entry['average']['pretraining_range'] = max(averages) - min(averages)
-      entry['average']['runs_mean'] = sum(averages) / len(averages)
-  return summary
 
 
 def paper_sentence(paper: str, claim: str, pairs, summary: dict) -> str:
@@ -258,64 +152,18 @@ WHY_NOT_BEATING_RANDOM = (
     'embeddings or in any layer ([../replication_seed2/probes_sst2.md]'
     '(../replication_seed2/probes_sst2.md)); of the other encoders only TEAMS without MWS at '
     'weight 50 has word embeddings at that level. '
-    'See [../learning_recipe.md](../learning_recipe.md), "Encoders that fine-tune worse '
+    'See [RECIPE_NOTES.md](../../teams_lab/RECIPE_NOTES.md), "Encoders that fine-tune worse '
     'than random init", "STS-B: every encoder\'s tokens hold the similarity, one encoder\'s '
     '[CLS] does", "TEAMS without MWS at ELECTRA\'s RTD weight", "ELECTRA at TEAMS\' RTD '
     'weight", "A second run of TEAMS without MWS", "TEAMS without MWS and without its '
     'shared layer" and "Second runs of SCRIPT and TACO".')
 
 
-def _tasks_needed(beats_random: dict) -> int:
-  """How many tasks a pretraining run must beat random init on: MIN_TASKS_BEATEN, or all."""
-  return min(MIN_TASKS_BEATEN, len(beats_random))
-
-
-def _fails(beats_random: dict) -> bool:
-  """Whether one pretraining run cannot beat random init on MIN_TASKS_BEATEN tasks any more."""
-  flags = list(beats_random.values())
-  return flags.count(True) + flags.count(None) < _tasks_needed(beats_random)
-
-
-def failing_runs(entry: dict) -> tuple[int, int]:
-  """(How many of an encoder's pretraining runs fail the rule, how many are counted).
-
-  Counted: the complete runs, and this sweep's run while still incomplete once it already fails.
-  """
-  runs = [run['beats_random'] for run in entry['pretraining_runs']]
-  if entry['average'] is None and _fails(entry['beats_random']):
-    runs.append(entry['beats_random'])
-  return sum(map(_fails, runs)), len(runs)
-
-
-def not_beating_random(summary: dict) -> tuple[list[str], list[str]]:
-  """(Encoders that cannot beat random init on MIN_TASKS_BEATEN tasks, those not decided yet).
-
-  An encoder fails when any of its pretraining runs does: the rule asks it of the objective, so
-  one run that passes does not outweigh another that fails.
-  """
-  failing, undecided = [], []
-  for encoder, entry in summary.items():
-    if encoder == replication.RANDOM:
-      continue
-    if failing_runs(entry)[0]:
-      failing.append(encoder)
-    elif list(entry['beats_random'].values()).count(True) < _tasks_needed(entry['beats_random']):
-      undecided.append(encoder)
-  return failing, undecided
-
-
 def _failing_label(encoder: str, entry: dict) -> str:
   """The encoder's name, with how many of its runs fail when it was pretrained more than once."""
-  failed, runs = failing_runs(entry)
+  failed, runs = replication_summary.failing_runs(entry)
   return replication.ENCODER_NAMES[encoder] + (
       f' ({failed} of {runs} pretraining runs)' if runs > 1 else '')
-
-
-def at_grid_top(protocol, summary: dict) -> list[tuple[str, str]]:
-  """(encoder, task) pairs whose chosen rate is the grid's largest: their optimum may lie above."""
-  top = max(protocol.learning_rates)
-  return [(encoder, task) for encoder, entry in summary.items()
-          for task, task_entry in entry['tasks'].items() if task_entry['learning_rate'] == top]
 
 
 def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_report: str,
@@ -326,7 +174,7 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
     protocol: the fine-tuning protocol.
     recipe: the `bert_mini` ExperimentConfig, whose data and trainer every mini objective shares.
     bert_steps: the pretraining budget in BERT-mini steps.
-    pretraining: the learning benchmark's results (`learning.load_results`), which hold the
+    pretraining: the learning benchmark's results (`learning_report.load_results`), which hold the
       budget and the pretraining seed.
     learning_report: the learning benchmark's report, relative to the replication's.
     command: the `tools/replicate.py` command line that writes the report.
@@ -373,11 +221,12 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
 def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
   """The report: `head` (`preamble`), the table, random-init verdicts, paper sentences."""
   names = replication.ENCODER_NAMES
-  failing, undecided = not_beating_random(summary)
+  failing, undecided = replication_summary.not_beating_random(summary)
   lines = [head, '', f'## GLUE dev, median (min–max) over {protocol.seeds} seeds', '',
            table(protocol, summary, pretraining), '',
            f'Pretrained encoders that do not beat random init (median gap larger than both '
-           f'seed spreads) on at least {MIN_TASKS_BEATEN} of the {len(protocol.tasks)} tasks: '
+           f'seed spreads) on at least {replication_summary.MIN_TASKS_BEATEN} of the '
+           f'{len(protocol.tasks)} tasks: '
            f'{", ".join(_failing_label(e, summary[e]) for e in failing) or "none"}'
            + (f' (not decided yet: {", ".join(names[e] for e in undecided)})' if undecided
               else '') + '.' + (f' {WHY_NOT_BEATING_RANDOM}' if failing else ''), '',
@@ -398,7 +247,7 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
         for task_entry in entry['tasks'].values()) + ' |')
   top = replication.format_rate(max(protocol.learning_rates))
   edge = ', '.join(f'{names[e]} {replication.GLUE_TASKS[t][0]}'
-                   for e, t in at_grid_top(protocol, summary)) or 'none'
+                   for e, t in replication_summary.at_grid_top(protocol, summary)) or 'none'
   lines += ['', f'Rate chosen at the grid\'s largest ({top}), so a larger one might score '
             f'better: {edge}.']
   return '\n'.join(lines) + '\n'
@@ -491,14 +340,14 @@ def write_report(out_dir: str, learning_dir: str, protocol, recipe, bert_steps: 
   command line the report names.
   """
   os.makedirs(out_dir, exist_ok=True)
-  pretraining = learning.load_results(learning_dir)
-  summary = summarize(protocol, out_dir, other_sweeps, random_init_dir)
+  pretraining = learning_report.load_results(learning_dir)
+  summary = replication_summary.summarize(protocol, out_dir, other_sweeps, random_init_dir)
   head = preamble(protocol, recipe, bert_steps, pretraining,
                   os.path.relpath(os.path.join(learning_dir, 'learning.md'), out_dir), command,
                   random_init_dir and os.path.relpath(random_init_dir, out_dir))
   atomic_files.write_text(os.path.join(out_dir, 'replication.md'),
                           markdown(protocol, summary, pretraining, head))
-  failing, _ = not_beating_random(summary)
+  failing, _ = replication_summary.not_beating_random(summary)
   atomic_files.write_json(os.path.join(out_dir, 'replication.json'), dict(
       encoders=summary, not_beating_random=failing,
       pretraining={objective: {key: result['curve'][-1].get(key)

@@ -22,6 +22,7 @@ from absl import flags
 import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
 from teams_lab import learning
+from teams_lab import learning_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.utils import command_lines
 
@@ -81,13 +82,13 @@ def main(argv):
     sys.exit(f'error: {e}')
   # --objectives is left out: the report holds every result file in --out_dir, whichever
   # command wrote it.
-  preamble = learning.preamble(setup, _BERT_STEPS.value, command_lines.tool_command(
+  preamble = learning_report.preamble(setup, _BERT_STEPS.value, command_lines.tool_command(
       __file__, (_BERT_STEPS, _SEED, _VOCAB_SIZE, _INTERVAL, _CORPUS, _WORK_DIR, _OUT_DIR),
       always=(_BERT_STEPS,)))
   for objective in _OBJECTIVES.value:
     learning.run_objective(objective, setup, flops[objective])
-    learning.write_report(setup, preamble)
-  learning.write_report(setup, preamble)
+    learning_report.write_report(setup, preamble)
+  learning_report.write_report(setup, preamble)
   print(f'report: {os.path.join(_OUT_DIR.value, "learning.md")}')
 
 

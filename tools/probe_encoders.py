@@ -30,6 +30,7 @@ import tf_keras
 from official.nlp.configs import encoders as encoder_configs
 
 from teams_lab import learning
+from teams_lab import learning_report
 from teams_lab import pretrain_report
 from teams_lab import probing
 from teams_lab import release_finetuning
@@ -117,7 +118,7 @@ def main(argv):
                                                     always=(_TASK,))),
         dict(scores=scores, pooling=_POOLING.value))
     return
-  results = learning.load_results(_LEARNING_DIR.value)
+  results = learning_report.load_results(_LEARNING_DIR.value)
   sources = {name: replication.SHAPE_FROM if name == replication.RANDOM else name
              for name in _ENCODERS.value}
   missing = sorted({source for source in sources.values() if source not in results})

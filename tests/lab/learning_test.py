@@ -11,6 +11,8 @@ from official.core import exp_factory
 from official.modeling.hyperparams import params_dict
 
 from teams_lab import learning
+from teams_lab import learning_data
+from teams_lab import learning_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.preprocessing import record_format
 from teams_tf.training import run_summary
@@ -130,7 +132,7 @@ class LearningTest(tf.test.TestCase):
     with open(learning.result_path(setup, 'teams'), 'w') as f:
       json.dump(result, f)
     self.assertEqual(result, learning.run_objective('teams', setup, 3e9, log=lambda _: None))
-    results = learning.write_report(setup, '# title')
+    results = learning_report.write_report(setup, '# title')
     self.assertEqual(['teams'], list(results))
     with open(os.path.join(setup.out_dir, 'learning.md')) as f:
       report = f.read()
@@ -174,7 +176,7 @@ class LearningTest(tf.test.TestCase):
     self.assertEqual(hardware.description(), result['machine'])
     with open(learning.result_path(setup, 'bert')) as f:
       self.assertEqual(result, json.load(f))
-    learning.write_report(setup, '# title')
+    learning_report.write_report(setup, '# title')
     with open(os.path.join(setup.out_dir, 'learning.md')) as f:
       self.assertIn(f'training FLOPs per step; trained on {hardware.description()}.', f.read())
 
@@ -230,7 +232,7 @@ class LearningTest(tf.test.TestCase):
     command = learning.train_command('electra_rtd10', setup)
     self.assertEqual(f'--model_dir={setup.work_dir}/electra_rtd10_seed2_1e+12flops', command[5])
     self.assertEqual('--seed=2', command[-1])
-    text = learning.preamble(setup, 3000, 'python tools/benchmark_learning.py --seed=2')
+    text = learning_report.preamble(setup, 3000, 'python tools/benchmark_learning.py --seed=2')
     self.assertIn('`python tools/benchmark_learning.py --seed=2`: every', text)
     self.assertIn('(3,000 BERT-mini steps), seeded with 2 (`teams_tf.train --seed`) on', text)
 
@@ -240,7 +242,7 @@ class LearningTest(tf.test.TestCase):
       pass
     with self.assertRaisesRegex(ValueError, f'--corpus_dir={corpus_dir} lacks wiki_01.txt, '
                                 'wiki_02.txt, wiki_03.txt...'):
-      learning.prepare_data(corpus_dir, self.get_temp_dir(), 100, 32)
+      learning_data.prepare_data(corpus_dir, self.get_temp_dir(), 100, 32)
 
   def test_prepare_data_builds_only_what_is_missing(self):
     root = self.get_temp_dir()
@@ -255,11 +257,11 @@ class LearningTest(tf.test.TestCase):
     for path in ('vocab_100.txt', 'records_100_train/pretrain-summary.json'):
       with open(os.path.join(work_dir, path), 'w'):
         pass
-    with mock.patch.object(learning.pretraining_records, 'create_pretraining_data',
+    with mock.patch.object(learning_data.pretraining_records, 'create_pretraining_data',
                            return_value={}) as create, \
-        mock.patch.object(learning.pretraining_records, 'summary_text', return_value=''), \
-        mock.patch.object(learning.vocab_builder, 'build_vocabulary') as build_vocabulary:
-      paths = learning.prepare_data(corpus_dir, work_dir, 100, 32)
+        mock.patch.object(learning_data.pretraining_records, 'summary_text', return_value=''), \
+        mock.patch.object(learning_data.vocab_builder, 'build_vocabulary') as build_vocabulary:
+      paths = learning_data.prepare_data(corpus_dir, work_dir, 100, 32)
     self.assertEqual((os.path.join(work_dir, 'vocab_100.txt'),
                       os.path.join(work_dir, 'records_100_train', 'pretrain-*.tfrecord'),
                       os.path.join(work_dir, 'records_100_valid', 'pretrain-*.tfrecord')), paths)
@@ -293,7 +295,8 @@ class LearningTest(tf.test.TestCase):
 
   def test_preamble_states_budget_and_evaluation(self):
     setup = _setup(self.get_temp_dir())
-    text = learning.preamble(setup, 3000, 'python tools/benchmark_learning.py --bert_steps=3000')
+    text = learning_report.preamble(
+        setup, 3000, 'python tools/benchmark_learning.py --bert_steps=3000')
     self.assertStartsWith(text, '# Learning benchmark: mini objectives at equal training FLOPs\n')
     self.assertIn('`python tools/benchmark_learning.py --bert_steps=3000`: every', text)
     self.assertNotIn('seeded', text)

@@ -13,6 +13,7 @@ from official.core import exp_factory
 from teams_lab import learning
 from teams_lab import replication
 from teams_lab import replication_report
+from teams_lab import replication_summary
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.data import embedded
 from teams_tf.finetuning import glue
@@ -265,7 +266,7 @@ class ReplicationTest(tf.test.TestCase):
     _commit_seeds(out, 'bert', [0.51, 0.55, 0.53])  # Within random's spread.
     _commit_seeds(out, 'script', [0.58, 0.61, 0.63])  # Below ELECTRA, within the spread.
     _commit_seeds(out, 'taco', [0.9, 0.8], tasks=('sst2',))
-    summary = replication_report.summarize(self.protocol, out)
+    summary = replication_summary.summarize(self.protocol, out)
     teams = summary['teams']['tasks']['cola']
     self.assertEqual((1e-4, 0.71, 0.70, 0.72), (teams['learning_rate'], teams['median'],
                                                 teams['min'], teams['max']))
@@ -274,7 +275,7 @@ class ReplicationTest(tf.test.TestCase):
                      summary['bert']['beats_random'])
     self.assertEqual({'sst2': None, 'cola': None, 'stsb': None}, summary['taco']['beats_random'])
     self.assertEqual((['bert'], ['taco']),
-                     tuple(sorted(e) for e in replication_report.not_beating_random(
+                     tuple(sorted(e) for e in replication_summary.not_beating_random(
                          {k: v for k, v in summary.items()
                           if k in ('random', 'teams', 'electra', 'bert', 'script', 'taco')})))
 
@@ -306,7 +307,7 @@ class ReplicationTest(tf.test.TestCase):
                   'none.', text)
     _commit(out, 'electra', 'cola', 3e-4, 1, 0.9)
     self.assertIn('might score better: ELECTRA CoLA.', replication_report.markdown(
-        self.protocol, replication_report.summarize(self.protocol, out), {}, '# head'))
+        self.protocol, replication_summary.summarize(self.protocol, out), {}, '# head'))
     undecided = ['MWS-only', 'COCO-LM', 'TACO'] + [replication.ENCODER_NAMES[variant]
                                                    for variant in replication.VARIANTS]
     self.assertIn('on at least 2 of the 3 tasks: BERT (not decided yet: '
@@ -331,12 +332,12 @@ class ReplicationTest(tf.test.TestCase):
     _commit_seeds(other, 'bert', [0.72, 0.73, 0.74], tasks=('stsb',),
                   settings=dict(pretraining_seed=2))
     _commit_seeds(other, 'teams', [0.9], tasks=('sst2',))  # Incomplete: not a run yet.
-    alone = replication_report.summarize(self.protocol, out)
+    alone = replication_summary.summarize(self.protocol, out)
     self.assertNotIn('pretraining_range', alone['bert']['average'])
     self.assertNotIn('## Pretraining runs',
                      replication_report.markdown(self.protocol, alone, {}, '# head'))
 
-    summary = replication_report.summarize(self.protocol, out, [other])
+    summary = replication_summary.summarize(self.protocol, out, [other])
     self.assertAlmostEqual(0.12, summary['bert']['average']['pretraining_range'])
     self.assertAlmostEqual(0.59, summary['bert']['average']['runs_mean'])
     self.assertLen(summary['teams']['pretraining_runs'], 1)
@@ -365,10 +366,10 @@ class ReplicationTest(tf.test.TestCase):
                                    ('bert', [0.51, 0.55, 0.53], [0.72, 0.70, 0.71])):
       _commit_seeds(out, encoder, first)
       _commit_seeds(other, encoder, second, settings=dict(pretraining_seed=2))
-    summary = replication_report.summarize(self.protocol, out, [other])
+    summary = replication_summary.summarize(self.protocol, out, [other])
     self.assertEqual({'sst2': True, 'cola': True, 'stsb': True},
                      summary['script']['beats_random'])  # The first run alone passes.
-    failing, _ = replication_report.not_beating_random(summary)
+    failing, _ = replication_summary.not_beating_random(summary)
     self.assertEqual(['bert', 'script'], sorted(failing))
     self.assertIn('tasks: BERT (1 of 2 pretraining runs), SCRIPT (1 of 2 pretraining runs) (not '
                   'decided yet:', replication_report.markdown(self.protocol, summary, {}, '# head'))
@@ -381,9 +382,9 @@ class ReplicationTest(tf.test.TestCase):
     for seed in (2, 3):
       _commit_seeds(other + str(seed), 'script', [0.72, 0.70, 0.71],
                     settings=dict(pretraining_seed=seed))
-    summary = replication_report.summarize(self.protocol, out, [other + '2', other + '3'])
-    self.assertEqual((1, 3), replication_report.failing_runs(summary['script']))
-    self.assertEqual(['script'], replication_report.not_beating_random(summary)[0])
+    summary = replication_summary.summarize(self.protocol, out, [other + '2', other + '3'])
+    self.assertEqual((1, 3), replication_summary.failing_runs(summary['script']))
+    self.assertEqual(['script'], replication_summary.not_beating_random(summary)[0])
     self.assertIn('SCRIPT (1 of 3 pretraining runs)',
                   replication_report.markdown(self.protocol, summary, {}, '# head'))
 
@@ -391,7 +392,7 @@ class ReplicationTest(tf.test.TestCase):
     main, other = self.out_dir, os.path.join(self.get_temp_dir(), 'replication_seed2')
     _commit_seeds(main, 'random', [0.50, 0.52, 0.54])
     _commit_seeds(other, 'bert', [0.61, 0.62, 0.63], settings=dict(pretraining_seed=2))
-    alone = replication_report.summarize(self.protocol, other)
+    alone = replication_summary.summarize(self.protocol, other)
     self.assertEqual({'sst2': None, 'cola': None, 'stsb': None}, alone['bert']['beats_random'])
     learning_dir = os.path.join(self.get_temp_dir(), 'learning_seed2')
     os.makedirs(learning_dir)
