@@ -21,9 +21,10 @@ import time
 from absl import flags
 
 from teams_tf.finetuning import glue
+from teams_tf.finetuning import glue_processors
 from teams_tf.utils import entry_points
 
-_TASK = flags.DEFINE_enum('task', None, glue.TASKS, 'GLUE task.')
+_TASK = flags.DEFINE_enum('task', None, glue_processors.TASKS, 'GLUE task.')
 _GLUE_DIR = flags.DEFINE_string(
     'glue_dir', None, 'Folder with the task\'s original GLUE train.tsv and dev.tsv '
     '(MNLI: dev_matched.tsv).')
@@ -51,8 +52,9 @@ def _processor():
   if (_GLUE_DIR.value is None) == (_TFDS_NAME.value is None):
     raise ValueError('give exactly one of --glue_dir and --tfds_name.')
   if _GLUE_DIR.value is not None:
-    return glue.tsv_processor(_TASK.value), _GLUE_DIR.value, os.path.abspath(_GLUE_DIR.value)
-  return (glue.tfds_processor(_TASK.value, _TFDS_NAME.value), None,
+    return (glue_processors.tsv_processor(_TASK.value), _GLUE_DIR.value,
+            os.path.abspath(_GLUE_DIR.value))
+  return (glue_processors.tfds_processor(_TASK.value, _TFDS_NAME.value), None,
           f'tfds:{_TFDS_NAME.value}')
 
 

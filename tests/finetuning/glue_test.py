@@ -16,6 +16,7 @@ from official.nlp.data import sentence_prediction_dataloader
 from teams_tf.data import tokenization
 from teams_tf.finetuning import glue
 from teams_tf.finetuning import glue_metrics
+from teams_tf.finetuning import glue_processors
 from teams_tf.registry import finetune_experiments
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -152,14 +153,14 @@ def _load(path, seq_length, label_type='int', batch_size=8):
 class GlueTsvProcessorTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_tasks_are_the_registered_finetuning_tasks(self):
-    self.assertCountEqual(finetune_experiments.GLUE_TASKS, glue.TASKS)
-    self.assertCountEqual(glue.TASKS, glue.PROCESSORS)
-    self.assertCountEqual(glue.TASKS, glue_metrics.TASK_METRICS)
+    self.assertCountEqual(finetune_experiments.GLUE_TASKS, glue_processors.TASKS)
+    self.assertCountEqual(glue_processors.TASKS, glue_processors.PROCESSORS)
+    self.assertCountEqual(glue_processors.TASKS, glue_metrics.TASK_METRICS)
 
   @parameterized.named_parameters(*[(task, task) for task in _FIXTURES])
   def test_fixture_layouts(self, task):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), task), task)
-    processor = glue.tsv_processor(task)
+    processor = glue_processors.tsv_processor(task)
     train, dev = processor.get_train_examples(data_dir), processor.get_dev_examples(data_dir)
     self.assertEqual(_EXPECTED[task][0], _triples(train))
     self.assertEqual(_EXPECTED[task][1], _triples(dev))
@@ -173,7 +174,7 @@ class GlueTsvProcessorTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_qqp_skips_and_counts_malformed_rows(self):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'qqp'), 'qqp')
-    processor = glue.tsv_processor('qqp')
+    processor = glue_processors.tsv_processor('qqp')
     self.assertLen(processor.get_train_examples(data_dir), 2)
     self.assertLen(processor.get_dev_examples(data_dir), 1)
     self.assertEqual({'train': 3, 'dev': 0}, processor.skipped_rows)
@@ -181,8 +182,9 @@ class GlueTsvProcessorTest(tf.test.TestCase, parameterized.TestCase):
   def test_label_ids_follow_tfds_order(self):
     # TFDS glue/mnli ClassLabel names: entailment, neutral, contradiction.
     self.assertEqual(['entailment', 'neutral', 'contradiction'],
-                     glue.tsv_processor('mnli').get_labels())
-    self.assertEqual(['entailment', 'not_entailment'], glue.tsv_processor('qnli').get_labels())
+                     glue_processors.tsv_processor('mnli').get_labels())
+    self.assertEqual(['entailment', 'not_entailment'],
+                     glue_processors.tsv_processor('qnli').get_labels())
 
   @parameterized.named_parameters(
       ('too_few_columns', 'sst2', 'train.tsv', 'only one column', r'train\.tsv:5: expected 2'),
@@ -196,16 +198,16 @@ class GlueTsvProcessorTest(tf.test.TestCase, parameterized.TestCase):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), task), task)
     with open(os.path.join(data_dir, name), 'a', encoding='utf-8') as f:
       f.write(('\n' if (task, name) == ('cola', 'dev.tsv') else '') + bad_line + '\n')
-    processor = glue.tsv_processor(task)
+    processor = glue_processors.tsv_processor(task)
     read = processor.get_train_examples if name == 'train.tsv' else processor.get_dev_examples
     with self.assertRaisesRegex(ValueError, message):
       read(data_dir)
 
   def test_missing_file_and_unknown_task(self):
     with self.assertRaisesRegex(ValueError, r'train\.tsv does not exist'):
-      glue.tsv_processor('rte').get_train_examples(self.get_temp_dir())
+      glue_processors.tsv_processor('rte').get_train_examples(self.get_temp_dir())
     with self.assertRaisesRegex(ValueError, "Unknown GLUE task 'sst'"):
-      glue.tsv_processor('sst')
+      glue_processors.tsv_processor('sst')
 
   @parameterized.named_parameters(
       ('sst2', 'SST-2', 'sst2', 67_349, 37_569, 872, 444),
@@ -215,7 +217,7 @@ class GlueTsvProcessorTest(tf.test.TestCase, parameterized.TestCase):
     data_dir = os.path.join(_SHARED_GLUE, folder)
     if not os.path.isdir(data_dir):
       self.skipTest(f'{data_dir} not present')
-    processor = glue.tsv_processor(task)
+    processor = glue_processors.tsv_processor(task)
     train, dev = processor.get_train_examples(data_dir), processor.get_dev_examples(data_dir)
     self.assertLen(train, train_rows)
     self.assertLen(dev, dev_rows)
@@ -230,7 +232,7 @@ class GlueTsvProcessorTest(tf.test.TestCase, parameterized.TestCase):
     data_dir = os.path.join(_SHARED_GLUE, 'QNLI')
     if not os.path.isdir(data_dir):
       self.skipTest(f'{data_dir} not present')
-    dev = glue.tsv_processor('qnli').get_dev_examples(data_dir)
+    dev = glue_processors.tsv_processor('qnli').get_dev_examples(data_dir)
     self.assertLen(dev, 5_463)
     self.assertEqual(2_761, sum(e.label == 'not_entailment' for e in dev))
 
@@ -288,11 +290,12 @@ class GlueRecordsTest(tf.test.TestCase):
   def test_heldout_slice_leaves_train_and_keeps_its_labels(self):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'STS-B-slice'), 'stsb')
     everything = os.path.join(self.get_temp_dir(), 'stsb_all')
-    glue.write_records(glue.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
-                       max_seq_length=10, output_dir=everything, task='stsb', source=data_dir)
+    glue.write_records(glue_processors.tsv_processor('stsb'), data_dir, self._odd_vocab(),
+                       lower_case=True, max_seq_length=10, output_dir=everything, task='stsb',
+                       source=data_dir)
     output_dir = os.path.join(self.get_temp_dir(), 'stsb_slice')
     meta, stats = glue.write_records(
-        glue.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
+        glue_processors.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
         max_seq_length=10, output_dir=output_dir, task='stsb', source=data_dir,
         heldout_examples=1)
     all_labels = _load(os.path.join(everything, 'train.tfrecord'), seq_length=10,
@@ -308,7 +311,7 @@ class GlueRecordsTest(tf.test.TestCase):
     self.assertIn('heldout: 1 examples -> heldout.tfrecord',
                   glue.conversion_summary(meta, stats, None))
     with self.assertRaisesRegex(ValueError, 'leaves no train example'):
-      glue.write_records(glue.tsv_processor('stsb'), data_dir, self._odd_vocab(),
+      glue.write_records(glue_processors.tsv_processor('stsb'), data_dir, self._odd_vocab(),
                          lower_case=True, max_seq_length=10, output_dir=output_dir, task='stsb',
                          source=data_dir, heldout_examples=len(all_labels))
 
@@ -316,7 +319,7 @@ class GlueRecordsTest(tf.test.TestCase):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'STS-B'), 'stsb')
     output_dir = os.path.join(self.get_temp_dir(), 'stsb')
     meta, stats = glue.write_records(
-        glue.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
+        glue_processors.tsv_processor('stsb'), data_dir, self._odd_vocab(), lower_case=True,
         max_seq_length=10, output_dir=output_dir, task='stsb', source=data_dir)
     self.assertEqual(1, meta['num_labels'])
     self.assertEqual({'pad': 0, 'unk': 5, 'cls': 7, 'sep': 6}, meta['special_ids'])
@@ -343,7 +346,7 @@ class GlueRecordsTest(tf.test.TestCase):
   def test_padding_is_pad_id_with_an_odd_vocabulary(self):
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'RTE'), 'rte')
     output_dir = os.path.join(self.get_temp_dir(), 'rte')
-    glue.write_records(glue.tsv_processor('rte'), data_dir, self._odd_vocab(), True, 12,
+    glue.write_records(glue_processors.tsv_processor('rte'), data_dir, self._odd_vocab(), True, 12,
                        output_dir, 'rte', data_dir)
     batch = _load(os.path.join(output_dir, 'dev.tfrecord'), seq_length=12)
     # 'a man sleeps .' / 'a man runs .': 'sleeps' and 'runs' are [UNK] (5); [PAD] (0) after.
@@ -358,8 +361,8 @@ class GlueRecordsTest(tf.test.TestCase):
       self.skipTest(f'{bert_vocab} not present')
     data_dir = write_fixture(os.path.join(self.get_temp_dir(), 'QNLI'), 'qnli')
     output_dir = os.path.join(self.get_temp_dir(), 'qnli_bert')
-    glue.write_records(glue.tsv_processor('qnli'), data_dir, glue.check_vocabulary(bert_vocab),
-                       True, 24, output_dir, 'qnli', data_dir)
+    glue.write_records(glue_processors.tsv_processor('qnli'), data_dir,
+                       glue.check_vocabulary(bert_vocab), True, 24, output_dir, 'qnli', data_dir)
     ids = _load(os.path.join(output_dir, 'dev.tfrecord'), seq_length=24)['input_word_ids'][0]
     ids = ids.numpy().tolist()
     # [CLS] = 101 first, two [SEP] = 102, [PAD] = 0 after them, no [UNK] = 100.
@@ -387,7 +390,7 @@ class GlueRecordsTest(tf.test.TestCase):
     output_dir = os.path.join(self.get_temp_dir(), 'tfds_sst2')
     with tfds.testing.mock_data(as_dataset_fn=as_dataset), mock.patch.object(
         tfds.core.DatasetBuilder, 'is_prepared', return_value=True):
-      processor = glue.tfds_processor('sst2', 'glue/sst2')
+      processor = glue_processors.tfds_processor('sst2', 'glue/sst2')
       meta, _ = glue.write_records(processor, None, self._odd_vocab(), True, 8, output_dir,
                                    'sst2', 'tfds:glue/sst2')
     self.assertEqual((2, 1, 2), (meta['train_data_size'], meta['eval_data_size'],
@@ -399,7 +402,7 @@ class GlueRecordsTest(tf.test.TestCase):
 
   def test_tfds_name_must_match_task(self):
     with self.assertRaisesRegex(ValueError, "SstProcessor reads 'glue/sst2'"):
-      glue.tfds_processor('sst2', 'glue/cola')
+      glue_processors.tfds_processor('sst2', 'glue/cola')
 
 
 class GlueMetricsTest(tf.test.TestCase, parameterized.TestCase):

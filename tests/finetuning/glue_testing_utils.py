@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.finetuning import glue
+from teams_tf.finetuning import glue_processors
 from teams_tf.models import coco_lm_pretrainer
 from teams_tf.models import teams_pretrainer
 from teams_tf.registry import recipes
@@ -90,7 +91,7 @@ def write_glue_records(root, heldout_examples=0):
   data_dir = os.path.join(root, 'records')
   vocab = glue.check_vocabulary('sample:vocab')
   for task, glue_dir in glue_dirs.items():
-    glue.write_records(glue.tsv_processor(task), glue_dir, vocab, True, SEQ_LENGTH,
+    glue.write_records(glue_processors.tsv_processor(task), glue_dir, vocab, True, SEQ_LENGTH,
                        os.path.join(data_dir, task), task, glue_dir,
                        heldout_examples=heldout_examples)
   return data_dir
