@@ -21,6 +21,7 @@ from official.nlp.modeling import models
 
 from teams_tf.configs import models as model_configs
 from teams_tf.layers import mlm_head
+from teams_tf.networks import encoder_embeddings
 from teams_tf.networks import shared_encoders
 from teams_tf.ops import replica_random
 
@@ -68,7 +69,7 @@ def build_kept_encoder(config):
   """The encoder the one-encoder objectives (BERT, SCRIPT, TACO) train and keep.
 
   When `model_configs.kept_as_bert_v2` (absolute positions, post-LN), Model Garden's
-  `BertEncoderV2` whose embedding projection is `shared_encoders.embedding_projection` (the same
+  `BertEncoderV2` whose embedding projection is `encoder_embeddings.embedding_projection` (the same
   variables, a gradient without the [B, T, E, H] broadcast of Model Garden's '...x,xy->...y'); it
   fine-tunes as `bert_v2`. Otherwise (a relative position bias, or pre-LN blocks with their final
   LayerNorm) `shared_encoders.build_single_encoder`'s encoder, which fine-tunes as
@@ -94,7 +95,7 @@ def build_kept_encoder(config):
         relative_position_max_distance=config.relative_position_max_distance,
         relative_position_bias_scale=config.relative_position_bias_scale)
   else:
-    encoder = shared_encoders.use_rank3_embedding_projection(
+    encoder = encoder_embeddings.use_rank3_embedding_projection(
         encoders.build_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=config.encoder)))
   encoder.pooler_layer.trainable = False
   return encoder

@@ -21,7 +21,7 @@ import tf_keras
 from teams_tf.configs import models as model_configs
 from teams_tf.losses import contrastive
 from teams_tf.models import mlm_pretrainer
-from teams_tf.networks import shared_encoders
+from teams_tf.networks import encoder_embeddings
 from teams_tf.ops import token_pairs
 from teams_tf.ops import token_sampling
 
@@ -96,7 +96,7 @@ class TacoPretrainer(mlm_pretrainer.SingleEncoderPretrainer):
         mlm_logits=self.masked_lm(sequence_output, mlm_positions),
         mlm_target_ids=tf.cast(targets, tf.int32), mlm_weights=tf.cast(mlm_weights, tf.float32))
 
-    static = shared_encoders.embedding_output(
+    static = encoder_embeddings.embedding_output(
         self.encoder_network, word_ids, inputs['input_type_ids'])
     semantics = tf.cast(sequence_output, tf.float32) - tf.cast(static, tf.float32)
     keys = tf.stop_gradient(semantics) if self._stop_key_gradients else semantics

@@ -21,7 +21,7 @@ from official.nlp.modeling import networks
 
 from teams_tf.configs import encoders as encoder_configs
 from teams_tf.layers import relative_position_attention
-from teams_tf.utils import upstream
+from teams_tf.networks import encoder_embeddings
 
 
 def transformer_block_kwargs(encoder_config):
@@ -125,132 +125,6 @@ def _transformer_blocks(encoder_config, first, last, prefix, position_bias=None)
   ]
 
 
-def build_embedding_network(encoder_config):
-  """Word + position + type embeddings, LayerNorm and dropout, at the embedding width E.
-
-  This is the part of the embeddings that ELECTRA ties between generator and discriminator
-  (ELECTRA §3.2: token and positional embeddings, with their LayerNorm); each encoder adds its
-  own projection to its hidden width (`build_encoder_embeddings`).
-
-  Args:
-    encoder_config: a `BertEncoderConfig`; `embedding_size` None means the hidden width.
-
-  Returns:
-    A Model Garden `PackedSequenceEmbedding` taking [input_word_ids, input_mask,
-    input_type_ids] ([B, T] int32 each) and returning ([B, T, E] embeddings, [B, T, T] mask).
-  """
-  embedding_width = encoder_config.embedding_size or encoder_config.hidden_size
-  return networks.PackedSequenceEmbedding(
-      vocab_size=encoder_config.vocab_size,
-      type_vocab_size=encoder_config.type_vocab_size,
-      embedding_width=embedding_width,
-      hidden_size=embedding_width,  # No projection inside: it is per encoder.
-      max_seq_length=encoder_config.max_position_embeddings,
-      initializer=tf_keras.initializers.TruncatedNormal(
-          stddev=encoder_config.initializer_range),
-      dropout_rate=encoder_config.dropout_rate,
-      name='embeddings')
-
-
-def build_encoder_embeddings(embedding_network, hidden_size, initializer_range, name):
-  """One encoder's embedding network: the (shared) embeddings plus its own projection.
-
-  Args:
-    embedding_network: output of `build_embedding_network`, returning [B, T, E].
-    hidden_size: H of the encoder.
-    initializer_range: stddev of the projection's truncated-normal initializer.
-    name: Keras name of the returned network.
-
-  Returns:
-    `embedding_network` itself when E == H; otherwise a functional Keras model over it that
-    ends in a biased `embedding_projection` [E, H] (as in Model Garden's `BertEncoderV2`),
-    returning ([B, T, H] embeddings, [B, T, T] mask).
-  """
-  embeddings, mask = embedding_network.outputs
-  if embeddings.shape[-1] == hidden_size:
-    return embedding_network
-  inputs = [tf_keras.Input(shape=(None,), dtype=tf.int32, name=input_name)
-            for input_name in ('input_word_ids', 'input_mask', 'input_type_ids')]
-  embeddings, mask = embedding_network(inputs)
-  projection = embedding_projection(
-      hidden_size, tf_keras.initializers.TruncatedNormal(stddev=initializer_range))
-  return tf_keras.Model(inputs, [projection(embeddings), mask], name=name)
-
-
-def embedding_projection(hidden_size, kernel_initializer):
-  """The biased E -> H embedding projection, [B, T, E] -> [B, T, H], named as in BertEncoderV2.
-
-  Model Garden's `BertEncoderV2` writes it as the einsum '...x,xy->...y'; TensorFlow differentiates
-  an ellipsis einsum through a [B, T, E, H] broadcast, 90x slower than the explicit rank-3
-  equation used here (0.74 vs 0.008 s per kernel gradient at B=32, T=128, E=128, H=256: a third
-  of a TEAMS-small step, and both passes of a SCRIPT step). Same variables, same checkpoint.
-  """
-  return tf_keras.layers.EinsumDense(
-      'btx,xy->bty', output_shape=(None, hidden_size), bias_axes='y',
-      kernel_initializer=kernel_initializer, name='embedding_projection')
-
-
-# BertEncoderV2's projection equation, which `use_rank3_embedding_projection` replaces.
-_MODEL_GARDEN_PROJECTION = '...x,xy->...y'
-
-
-def use_rank3_embedding_projection(encoder):
-  """Gives a Model Garden `BertEncoderV2` the fast `embedding_projection`, before it is built.
-
-  Args:
-    encoder: an unbuilt `BertEncoderV2` (E may equal H: then there is no projection).
-
-  Returns:
-    `encoder`, whose projection computes the same function with the same variables and
-    checkpoint names but differentiates without the [B, T, E, H] broadcast.
-  """
-  # pylint: disable=protected-access
-  if not hasattr(encoder, '_embedding_projection'):
-    raise upstream.changed('BertEncoderV2 has no _embedding_projection to make rank-3')
-  projection = encoder._embedding_projection
-  if projection is None:
-    return encoder
-  if (not isinstance(projection, tf_keras.layers.EinsumDense)
-      or projection.equation != _MODEL_GARDEN_PROJECTION):
-    raise upstream.changed(
-        f"BertEncoderV2's embedding projection is a {type(projection).__name__} "
-        f"({getattr(projection, 'equation', 'no equation')}), not the "
-        f"EinsumDense('{_MODEL_GARDEN_PROJECTION}') that use_rank3_embedding_projection replaces")
-  if projection.built:
-    raise ValueError('use_rank3_embedding_projection needs an encoder that was never called '
-                     '(its projection variables would be replaced).')
-  encoder._embedding_projection = embedding_projection(
-      projection.partial_output_shape[-1], projection.kernel_initializer)
-  return encoder
-
-
-def embedding_output(encoder, word_ids, type_ids):
-  """[B, T, H] float: the input of the encoder's first Transformer layer, without dropout.
-
-  The word, position and type embeddings after their LayerNorm, brought to the hidden width by
-  the encoder's projection when the widths differ: what the encoder adds its context to. It is
-  computed again from the embedding layers (a lookup and a LayerNorm), so the encoder's own call
-  and outputs stay Model Garden's.
-
-  Args:
-    encoder: Model Garden's `BertEncoderV2`, or an encoder from `build_encoder`.
-    word_ids: [B, T] int32 token ids.
-    type_ids: [B, T] int32 segment ids.
-  """
-  if isinstance(encoder, networks.BertEncoderV2):
-    # pylint: disable=protected-access
-    embeddings = encoder._embedding_norm_layer(
-        encoder._get_embeddings(word_ids, type_ids, None, None, None))
-    if encoder._embedding_projection is not None:
-      embeddings = encoder._embedding_projection(embeddings)
-    # pylint: enable=protected-access
-    return embeddings
-  # The mask input only shapes the attention mask, which is not needed here.
-  embeddings, _ = encoder.embedding_network([word_ids, tf.ones_like(word_ids), type_ids],
-                                            training=False)
-  return embeddings
-
-
 class SharedLayerEncoder(networks.EncoderScaffold):
   """Model Garden's `EncoderScaffold` over layer instances that other encoders may share.
 
@@ -276,8 +150,8 @@ def build_encoder(encoder_config, embedding_network, blocks, name):
 
   Args:
     encoder_config: a `BertEncoderConfig` (hidden width, pooler width and initializer).
-    embedding_network: output of `build_embedding_network`, possibly shared; the encoder
-      projects it to its hidden width with its own projection.
+    embedding_network: output of `encoder_embeddings.build_embedding_network`, possibly
+      shared; the encoder projects it to its hidden width with its own projection.
     blocks: list of transformer layers, bottom first; layers may be shared between encoders.
     name: Keras name of the encoder (part of the checkpoint format).
 
@@ -295,7 +169,7 @@ def build_encoder(encoder_config, embedding_network, blocks, name):
       pooled_output_dim=encoder_config.hidden_size,
       pooler_layer_initializer=tf_keras.initializers.TruncatedNormal(
           stddev=encoder_config.initializer_range),
-      embedding_cls=build_encoder_embeddings(
+      embedding_cls=encoder_embeddings.build_encoder_embeddings(
           embedding_network, encoder_config.hidden_size, encoder_config.initializer_range,
           name=f'{name}_embeddings'),
       embedding_data=embedding_network.get_embedding_table(),
@@ -418,7 +292,7 @@ def build_generator_and_discriminator(encoder_config, num_generator_layers,
     generator_bias = discriminator_bias if num_shared_layers else build_position_bias(
         generator_config, relative_position_num_buckets, relative_position_max_distance,
         'generator/relative_position_bias', relative_position_bias_scale)
-  embedding_network = build_embedding_network(encoder_config)
+  embedding_network = encoder_embeddings.build_embedding_network(encoder_config)
   discriminator_blocks = _transformer_blocks(
       encoder_config, 0, num_layers, '', discriminator_bias)
   generator_blocks = discriminator_blocks[:num_shared_layers] + _transformer_blocks(
@@ -454,7 +328,8 @@ def build_single_encoder(encoder_config, relative_position_num_buckets=0,
                                         relative_position_max_distance, 'relative_position_bias',
                                         relative_position_bias_scale)
   blocks = _transformer_blocks(encoder_config, 0, encoder_config.num_layers, '', position_bias)
-  return build_encoder(encoder_config, build_embedding_network(encoder_config), blocks, name)
+  embedding_network = encoder_embeddings.build_embedding_network(encoder_config)
+  return build_encoder(encoder_config, embedding_network, blocks, name)
 
 
 @base_config.bind(encoder_configs.RelativePositionEncoderConfig)

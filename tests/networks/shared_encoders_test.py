@@ -6,6 +6,7 @@ import tf_keras
 
 from official.nlp.configs import encoders
 
+from teams_tf.networks import encoder_embeddings
 from teams_tf.networks import shared_encoders
 from tests import testing_utils
 
@@ -19,7 +20,7 @@ class SharedEncodersTest(tf.test.TestCase, parameterized.TestCase):
   def test_rank3_projection_computes_model_gardens_with_the_same_variables(self):
     config = encoders.EncoderConfig(type='bert_v2', bert_v2=testing_utils.tiny_encoder_config())
     plain = encoders.build_encoder(config)
-    fast = shared_encoders.use_rank3_embedding_projection(encoders.build_encoder(config))
+    fast = encoder_embeddings.use_rank3_embedding_projection(encoders.build_encoder(config))
     self.assertEqual('btx,xy->bty', fast._embedding_projection.equation)  # pylint: disable=protected-access
     batch = testing_utils.pretraining_batch(seq_length=8)
     inputs = {key: batch[key][:, :8] for key in ('input_word_ids', 'input_mask', 'input_type_ids')}
@@ -40,7 +41,7 @@ class SharedEncodersTest(tf.test.TestCase, parameterized.TestCase):
     encoder._embedding_projection = tf_keras.layers.Dense(32)  # pylint: disable=protected-access
     with self.assertRaisesRegex(RuntimeError, r'^tf-models-official \S+: BertEncoderV2\'s '
                                 r'embedding projection is a Dense'):
-      shared_encoders.use_rank3_embedding_projection(encoder)
+      encoder_embeddings.use_rank3_embedding_projection(encoder)
 
   @parameterized.named_parameters(
       ('no_tie', 2, 0), ('half', 2, 1), ('full_tie', 2, 2), ('shallow_generator', 1, 1))
