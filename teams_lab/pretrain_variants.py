@@ -2,11 +2,11 @@
 
 A variant is (implementation, objective, size, setting). Implementations: 'ours' (this project's
 Task and model), 'official' (Model Garden's TEAMS project or its ELECTRA task, configured to match
-ours; see `official_teams_config` and `official_electra_config`), 'official_patched' (the same with
-the logits cast to float32 before its samplers and losses, without which it fails to build under
-mixed bfloat16) and 'hf' (Hugging Face's PyTorch ELECTRA modules assembled into the same ELECTRA
-step). Settings: float32 or mixed bfloat16, each with or without XLA (`jit_compile=True` on the
-whole step). Each variant runs in its own process
+ours; see `model_garden_peers`), 'official_patched' (the same with the logits cast to float32
+before its samplers and losses, without which it fails to build under mixed bfloat16) and 'hf'
+(Hugging Face's PyTorch ELECTRA modules assembled into the same ELECTRA step). Settings: float32
+or mixed bfloat16, each with or without XLA (`jit_compile=True` on the whole step). Each variant
+runs in its own process
 (`python -m teams_lab.pretrain_variants <spec.json>`), so its peak RSS is its own;
 TensorFlow, Model Garden and this project's TensorFlow modules are imported inside the functions
 that need them, so that the PyTorch process imports none of them.
@@ -87,79 +87,6 @@ def our_shapes(model_config, batch, seq_length, predictions):
   return experiment_flops.model_shapes(model_config, batch, seq_length, predictions)
 
 
-def official_teams_config(model_config):
-  """Model Garden's `TeamsPretrainerConfig` at the configuration of our `TeamsConfig`.
-
-  Mapping (ours -> official): encoder -> discriminator (same BertEncoderConfig); generator =
-  encoder with num_layers = num_generator_layers (None -> L/2); num_shared_layers (None -> half
-  the generator) -> num_shared_generator_hidden_layers; rtd_head_input_layer (None -> L-1) ->
-  num_discriminator_task_agnostic_layers (its RTD head then has L - that = 1 transformer layer,
-  ours 1); K = num_negatives -> candidate_size = K + 1; λ1, λ2 -> discriminator_rtd/mws loss
-  weights; tie_embeddings=True.
-
-  Raises:
-    ValueError: a configuration Model Garden's TEAMS cannot express, naming the field.
-  """
-  from official.projects.teams import teams  # pylint: disable=g-import-not-at-top
-
-  from teams_tf.models import teams_pretrainer  # pylint: disable=g-import-not-at-top
-  layout = teams_pretrainer.resolve_layout(model_config)
-  required = dict(generator_width_fraction=1.0, rtd_head_type='attention',
-                  candidate_sampling='sampled', mws_task_layer=False,
-                  exported_representation='top')
-  for field, supported in required.items():
-    if getattr(model_config, field) != supported:
-      raise ValueError(f'Model Garden TEAMS has no {field}={getattr(model_config, field)!r} '
-                       f'(only {supported!r}).')
-  if not (layout['num_negatives'] and layout['rtd_head_input_layer']):
-    raise ValueError('Model Garden TEAMS always has both the RTD and the MWS task.')
-  discriminator = model_config.encoder.replace()
-  return teams.TeamsPretrainerConfig(
-      candidate_size=layout['num_negatives'] + 1,
-      generator_loss_weight=1.0,
-      discriminator_rtd_loss_weight=model_config.rtd_loss_weight,
-      discriminator_mws_loss_weight=model_config.mws_loss_weight,
-      tie_embeddings=True,
-      num_shared_generator_hidden_layers=layout['num_shared_layers'],
-      num_discriminator_task_agnostic_layers=layout['rtd_head_input_layer'],
-      generator=discriminator.replace(num_layers=layout['num_generator_layers']),
-      discriminator=discriminator)
-
-
-def official_electra_config(model_config, seq_length, predictions):
-  """Model Garden's `ElectraPretrainerConfig` at the configuration of our ELECTRA `TeamsConfig`.
-
-  Mapping: encoder -> discriminator_encoder (type 'bert', BertEncoderV2); the generator encoder is
-  ours (`generator_encoder_config`: width × generator_width_fraction, embedding width kept, depth
-  num_generator_layers) -> generator_encoder; rtd_loss_weight -> discriminator_loss_weight;
-  tie_embeddings=True; no classification heads (ours has no next-sentence task).
-
-  Raises:
-    ValueError: a configuration Model Garden's ELECTRA cannot express, naming the field.
-  """
-  from official.nlp.configs import electra  # pylint: disable=g-import-not-at-top
-  from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
-
-  from teams_tf.models import teams_pretrainer  # pylint: disable=g-import-not-at-top
-  from teams_tf.networks import shared_encoders  # pylint: disable=g-import-not-at-top
-  layout = teams_pretrainer.resolve_layout(model_config)
-  if layout['num_negatives'] or model_config.rtd_head_type != 'ffn':
-    raise ValueError('Model Garden ELECTRA is RTD only with an FFN head on layer L.')
-  top_layer = model_config.encoder.num_layers
-  if layout['num_shared_layers'] or layout['rtd_head_input_layer'] != top_layer:
-    raise ValueError('Model Garden ELECTRA shares only embeddings and reads layer L.')
-  generator = shared_encoders.generator_encoder_config(
-      model_config.encoder, model_config.generator_width_fraction)
-  generator.num_layers = layout['num_generator_layers']
-  return electra.ElectraPretrainerConfig(
-      num_masked_tokens=predictions, sequence_length=seq_length, num_classes=2,
-      discriminator_loss_weight=model_config.rtd_loss_weight, tie_embeddings=True,
-      disallow_correct=False,
-      generator_encoder=encoders.EncoderConfig(type='bert', bert=generator),
-      discriminator_encoder=encoders.EncoderConfig(type='bert', bert=model_config.encoder),
-      cls_heads=[])
-
-
 def hf_shapes(params, batch, seq_length, predictions):
   """Shapes and optimiser values of our ELECTRA experiment, for the PyTorch process."""
   shapes = our_shapes(params.task.model, batch, seq_length, predictions)[1]
@@ -169,61 +96,6 @@ def hf_shapes(params, batch, seq_length, predictions):
               train_steps=optimizer.learning_rate.polynomial.decay_steps,
               warmup_steps=optimizer.warmup.linear.warmup_steps,
               rtd_loss_weight=params.task.model.rtd_loss_weight)
-
-
-def _official_params(params, spec):
-  """ExperimentConfig for Model Garden's task, with our trainer (optimizer) and runtime."""
-  from official.core import config_definitions as cfg  # pylint: disable=g-import-not-at-top
-  model_config = params.task.model
-  if spec['objective'] == 'teams':
-    from official.projects.teams import teams_task  # pylint: disable=g-import-not-at-top
-    task = teams_task.TeamsPretrainTaskConfig(model=official_teams_config(model_config))
-    shapes = our_shapes(model_config, spec['batch_size'], spec['seq_length'],
-                        spec['predictions'])[1]
-    shapes['rtd_head'] = 'official_attention'
-    flops_objective = 'teams'
-  elif spec['objective'] == 'electra':
-    from official.nlp.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
-    from official.nlp.tasks import electra_task  # pylint: disable=g-import-not-at-top
-    # Its metrics read `train_data.use_next_sentence_label`; our batches have no NSP labels.
-    task = electra_task.ElectraPretrainConfig(
-        model=official_electra_config(model_config, spec['seq_length'], spec['predictions']),
-        train_data=pretrain_dataloader.BertPretrainDataConfig(use_next_sentence_label=False))
-    flops_objective, shapes = our_shapes(model_config, spec['batch_size'],
-                                         spec['seq_length'], spec['predictions'])
-  else:
-    raise ValueError(f"No Model Garden implementation of {spec['objective']!r}.")
-  return (cfg.ExperimentConfig(task=task, trainer=params.trainer, runtime=params.runtime),
-          flops_objective, shapes)
-
-
-def _cast_official_logits(task):
-  """Makes Model Garden's samplers and losses see float32 logits (for mixed_bfloat16).
-
-  Unpatched, its samplers add float32 Gumbel noise (and penalties) to the bfloat16 MLM logits,
-  and its losses multiply bfloat16 RTD logits with float32 labels, so the step fails to build.
-  Casting the logits to float32 where they enter the samplers and the losses is the smallest
-  change that lets it run, so that it can be timed in bfloat16 too ('official_patched').
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-  from official.nlp.modeling.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
-  from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
-  sample, sample_k = electra_pretrainer.sample_from_softmax, teams_pretrainer.sample_k_from_softmax
-  electra_pretrainer.sample_from_softmax = lambda logits, disallow=None: sample(
-      tf.cast(logits, tf.float32), disallow)
-  teams_pretrainer.sample_k_from_softmax = (
-      lambda logits, k, disallow=None, use_topk=False: sample_k(
-          tf.cast(logits, tf.float32), k, disallow, use_topk))
-  build_losses = task.build_losses
-
-  def float32_build_losses(labels, model_outputs, metrics, aux_losses=None):
-    model_outputs = {key: tf.cast(value, tf.float32) if value.dtype.is_floating else value
-                     for key, value in model_outputs.items()}
-    return build_losses(labels=labels, model_outputs=model_outputs, metrics=metrics,
-                        aux_losses=aux_losses)
-
-  task.build_losses = float32_build_losses
 
 
 def _time_steps(step, batch, spec, batch_size):
@@ -302,6 +174,7 @@ def build_tf_step(spec):
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
   from official.modeling import performance  # pylint: disable=g-import-not-at-top
 
+  from teams_lab import model_garden_peers  # pylint: disable=g-import-not-at-top
   from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
 
   baseline_rss = _rss_mib()  # TensorFlow, Model Garden and teams_tf imported, nothing built.
@@ -320,12 +193,12 @@ def build_tf_step(spec):
     flops_objective, shapes = our_shapes(params.task.model, spec['batch_size'],
                                          spec['seq_length'], spec['predictions'])
   else:
-    params, flops_objective, shapes = _official_params(params, spec)
+    params, flops_objective, shapes = model_garden_peers.official_params(params, spec)
   step_flops, terms = flops.step_flops(flops_objective, shapes)
 
   task = task_factory.get_task(params.task)
   if spec['implementation'] == 'official_patched':
-    _cast_official_logits(task)
+    model_garden_peers.cast_official_logits(task)
   model = task.build_model()
   optimizer = train_utils.create_optimizer(task, params)
   metrics = task.build_metrics(training=True)

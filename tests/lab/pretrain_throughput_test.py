@@ -9,6 +9,7 @@ import tempfile
 
 import tensorflow as tf
 
+from teams_lab import model_garden_peers
 from teams_lab import pretrain_report
 from teams_lab import pretrain_variants
 from teams_tf.training import flops
@@ -124,7 +125,7 @@ class BenchmarkPretrainTest(tf.test.TestCase):
 
   def test_official_teams_config_matches_teams_small(self):
     params = pretrain_variants.experiment_params('teams', 'small', 128, 32, 20, 30522)
-    official = pretrain_variants.official_teams_config(params.task.model)
+    official = model_garden_peers.official_teams_config(params.task.model)
     self.assertEqual(6, official.candidate_size)  # K = 5 negatives + the original
     self.assertEqual(3, official.num_shared_generator_hidden_layers)
     self.assertEqual(11, official.num_discriminator_task_agnostic_layers)  # RTD head on L - 1
@@ -141,7 +142,7 @@ class BenchmarkPretrainTest(tf.test.TestCase):
 
   def test_official_electra_config_matches_electra_small(self):
     params = pretrain_variants.experiment_params('electra', 'small', 128, 32, 20, 30522)
-    official = pretrain_variants.official_electra_config(params.task.model, 128, 20)
+    official = model_garden_peers.official_electra_config(params.task.model, 128, 20)
     generator, discriminator = official.generator_encoder.bert, official.discriminator_encoder.bert
     self.assertEqual((64, 128, 256, 1, 12), (generator.hidden_size, generator.embedding_size,
                                              generator.intermediate_size,
