@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_lab import learning_report
 from teams_lab import replication
@@ -53,7 +54,7 @@ class AlongRun:
   rates: dict[str, float]
 
 
-def _run_sweep(protocol: replication.FineTuneProtocol, encoder: str, learning_dir: str,
+def _run_sweep(protocol: finetune_protocols.FineTuneProtocol, encoder: str, learning_dir: str,
                replication_dir: str, work_dir: str) -> tuple[replication.Replication, dict]:
   """The replication of `encoder`'s pretraining run, and the run's learning result.
 
@@ -103,7 +104,7 @@ def _learning_rates(sweep: replication.Replication, encoder: str) -> dict[str, f
   return rates
 
 
-def build(protocol: replication.FineTuneProtocol, encoder: str, steps, learning_dir: str,
+def build(protocol: finetune_protocols.FineTuneProtocol, encoder: str, steps, learning_dir: str,
           replication_dir: str, random_init_dir: str, out_dir: str,
           work_dir: str) -> tuple[AlongRun, dict]:
   """The AlongRun of `encoder`'s pretraining run at `steps`, and the run's learning result.
@@ -265,7 +266,7 @@ def markdown(along: AlongRun, rows: list[dict], command: str) -> str:
   """The report: how its runs were made and one row per step."""
   protocol = along.sweep.protocol
   name = replication.ENCODER_NAMES[along.encoder]
-  tasks = [replication.GLUE_TASKS[task] for task in protocol.tasks]
+  tasks = [finetune_protocols.GLUE_TASKS[task] for task in protocol.tasks]
   seed = along.sweep.pretraining_seed
   lines = [
       f'# {name} fine-tuned along its pretraining run', '',
@@ -274,7 +275,7 @@ def markdown(along: AlongRun, rows: list[dict], command: str) -> str:
       f'{along.sweep.max_train_flops:.3g} FLOPs) fine-tuned at earlier checkpoints with the '
       f'replication\'s protocol ({protocol.epochs:g} epochs of `glue_<task>_{protocol.size}`, '
       f'T = {protocol.max_seq_length}), at the rate the replication chose for the last '
-      'checkpoint (' + ', '.join(f'{task_name} {replication.format_rate(along.rates[task])}'
+      'checkpoint (' + ', '.join(f'{task_name} {finetune_protocols.format_rate(along.rates[task])}'
                                  for task, (task_name, _) in zip(protocol.tasks, tasks)) +
       f'), seeds 1..{protocol.seeds}. The last row is the replication\'s own runs '
       f'(`{os.path.relpath(along.sweep.out_dir, along.out_dir)}`), the step-0 row its '
@@ -318,7 +319,7 @@ def plot(along: AlongRun, rows: list[dict], path: str) -> None:
       axis.axhline(100 * floor['median'], color='gray', linestyle='--',
                    label='random init (median)')
     axis.legend(fontsize=7)
-    task_name, metric = replication.GLUE_TASKS[task]
+    task_name, metric = finetune_protocols.GLUE_TASKS[task]
     axis.set(xlabel='pretraining FLOPs', title=f'{task_name} dev {metric} x 100')
     axis.grid(alpha=0.3)
   figure.tight_layout()

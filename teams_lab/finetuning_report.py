@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from teams_lab import finetune_protocols
 from teams_lab import probing
 from teams_lab import release_finetuning
 from teams_lab import replication
@@ -42,7 +43,7 @@ def _groups(protocol_dir: str) -> list[str]:
   return sorted(names, key=_group_order)
 
 
-def seed_results(protocol: replication.FineTuneProtocol, group_dir: str, encoder: str,
+def seed_results(protocol: finetune_protocols.FineTuneProtocol, group_dir: str, encoder: str,
                  task: str) -> tuple[Optional[float], list[dict]]:
   """(chosen rate, the committed results of seeds 1..N at it); (None, []) before it is chosen."""
   rate = replication.choose_learning_rate(protocol, group_dir, encoder, task)
@@ -86,7 +87,7 @@ def finished_cells(out_dir: str, protocol_name: str,
   `draws` [BOOTSTRAP_DRAWS] are the seed mean on dev resamples that are the same for every cell
   of a task, so that two cells' draws subtract into a paired interval of their gap.
   """
-  protocol = replication.PROTOCOLS[protocol_name]
+  protocol = finetune_protocols.PROTOCOLS[protocol_name]
   protocol_dir = os.path.join(out_dir, protocol_name)
   found = {}
   indices = {}
@@ -109,7 +110,7 @@ def finished_cells(out_dir: str, protocol_name: str,
 
 def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
   """One row per (group, encoder) with finished seeds on some task; see the module docstring."""
-  protocol = replication.PROTOCOLS[protocol_name]
+  protocol = finetune_protocols.PROTOCOLS[protocol_name]
   cells, groups = finished_cells(out_dir, protocol_name, resample)
   random = {task: cells.get((release_finetuning.RANDOM_GROUP, replication.RANDOM, task))
             for task in protocol.tasks}
@@ -197,14 +198,14 @@ def _pct(value: Optional[float]) -> str:
 
 
 def markdown(protocol_name: str, found: list[dict], command: str, out_dir: str) -> str:
-  protocol = replication.PROTOCOLS[protocol_name]
+  protocol = finetune_protocols.PROTOCOLS[protocol_name]
   names = {'sst2': 'SST-2 acc', 'cola': 'CoLA MCC', 'stsb': 'STS-B Spearman'}
   lines = [
       f'# Fine-tuning the released encoders: protocol `{protocol_name}`', '',
       f'`{command}`: dev headline metric x 100 of each release (benchmarks/encoders) and random '
       f'init, {protocol.seeds} fine-tuning seeds at the rate chosen by seed 1 '
       f'({"on a held-out train slice" if protocol.heldout_examples else "on dev"}) from '
-      f'{", ".join(replication.format_rate(r) for r in protocol.learning_rates)}; '
+      f'{", ".join(finetune_protocols.format_rate(r) for r in protocol.learning_rates)}; '
       f'{protocol.epochs:g} epochs; heads: '
       f'{", ".join(f"{t} {protocol.task_pooling(t)}" for t in protocol.tasks)}. '
       'Cell: median over seeds [min, max] (95% bootstrap interval of the seed mean over dev '

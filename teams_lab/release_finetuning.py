@@ -17,6 +17,7 @@ import dataclasses
 import os
 from typing import Callable
 
+from teams_lab import finetune_protocols
 from teams_lab import released_runs
 from teams_lab import replication
 
@@ -90,7 +91,7 @@ def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, 
   results checked (`replication.check_committed`).
 
   Args:
-    protocol_name: a key of `replication.PROTOCOLS`.
+    protocol_name: a key of `finetune_protocols.PROTOCOLS`.
     release_root: the releases (benchmarks/encoders).
     glue_dir: the GLUE download.
     out_dir: committed results go to `<out_dir>/<protocol_name>/<group>/`.
@@ -102,10 +103,10 @@ def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, 
     ValueError: an unknown protocol, no release, releases of several vocabularies, or
       what `replication.prepare_glue` and `check_committed` raise.
   """
-  if protocol_name not in replication.PROTOCOLS:
+  if protocol_name not in finetune_protocols.PROTOCOLS:
     raise ValueError(f'Unknown protocol {protocol_name!r}; use one of '
-                     f'{", ".join(replication.PROTOCOLS)}.')
-  protocol = replication.PROTOCOLS[protocol_name]
+                     f'{", ".join(finetune_protocols.PROTOCOLS)}.')
+  protocol = finetune_protocols.PROTOCOLS[protocol_name]
   found = groups(release_root)
   if not found:
     raise ValueError(f'No release in {release_root}; make them with tools/release_encoders.py.')

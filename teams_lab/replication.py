@@ -3,10 +3,10 @@
 Pretraining is the learning benchmark's (`learning.run_objective` with one `learning.Setup`, so
 every objective trains to the same FLOP budget and its runs and result files are shared).
 Each kept encoder, and a random-init encoder of the same shape, is then fine-tuned under one
-`FineTuneProtocol`: seed 1 runs at every learning rate of the grid, the rate with the best dev
-headline metric is kept, and seeds 2..N run at that rate only. A unit of work is one
-(encoder, task, rate, seed) run of the Model Garden sweep (`finetuning/sweep.py`, which this
-package may not import: the caller passes it in as `fine_tune`) in
+`finetune_protocols.FineTuneProtocol`: seed 1 runs at every learning rate of the grid, the rate
+with the best dev headline metric is kept, and seeds 2..N run at that rate only. A unit of work
+is one (encoder, task, rate, seed) run of the Model Garden sweep (`finetuning/sweep.py`, which
+this package may not import: the caller passes it in as `fine_tune`) in
 `<work_dir>/replication_<budget>flops/<encoder>/<task>/lr_<rate>` (a sweep resumes what it finds
 there, so another budget must not share it); its result is then copied to
 `<out_dir>/<encoder>/<task>_lr<rate>_seed<k>.json`, and a unit with that file is never run
@@ -19,6 +19,7 @@ import os
 import time
 from typing import Callable, Optional
 
+from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_tf.utils import atomic_files
 
@@ -44,86 +45,9 @@ ENCODER_NAMES = {'bert': 'BERT', 'electra': 'ELECTRA', 'teams': 'TEAMS', 'mws': 
                  RANDOM: 'random init'}
 # Every mini objective keeps the same encoder; the random-init one is built like BERT's.
 SHAPE_FROM = 'bert'
-# Task -> (folder of the GLUE download, the headline metric that `sweep` reports first).
-GLUE_TASKS = {'sst2': ('SST-2', 'accuracy'), 'cola': ('CoLA', 'Matthews corr.'),
-              'stsb': ('STS-B', 'Spearman')}
-LEARNING_RATE_FIELD = 'trainer.optimizer_config.learning_rate.polynomial.initial_learning_rate'
-
-
-@dataclasses.dataclass(frozen=True)
-class FineTuneProtocol:
-  """How every encoder is fine-tuned: the same for all of them, pretrained or not.
-
-  Attributes:
-    tasks: GLUE tasks (keys of `GLUE_TASKS`) in table order.
-    seeds: runs 1..seeds at the chosen learning rate.
-    epochs: passes over the (possibly subsampled) train set per run.
-    size: runs `glue_<task>_<size>` (batch 32, 10% warm-up, linear decay, dropout 0.1).
-    learning_rates: the grid seed 1 runs; its best rate is the one seeds 2..N run. The grid
-      grew from 1e-4 and 3e-4 each time its top won most pairs: a best rate at the grid's edge
-      leaves the optimum unknown.
-    max_seq_length: T of the GLUE records, the mini encoder's 64 positions.
-    lower_case: lowercase before WordPiece, as the corpus vocabulary is uncased.
-    max_train_examples: (task, n): keep a seeded random subset of n train examples (SST-2's
-      67,349 cut to 8,000, near CoLA's 8,551 and STS-B's 5,749, which are kept whole).
-    subset_seed: seed of those subsets and of the held-out slices. Dev sets are always
-      complete.
-    pooling: (task, pooling): the head's input (`tasks.sentence_prediction_task.ModelConfig`);
-      a task not listed gets 'cls', Model Garden's fresh dense+tanh head on [CLS].
-    standardize_regression: regress STS-B on targets standardized by its train labels' mean and
-      standard deviation (`meta_data.json`), predicting in label units.
-    heldout_examples: train examples of each task set aside (after the subset) as a held-out
-      slice; with it every run validates on the slice each epoch, dev is scored at the epoch
-      the slice liked best and the learning rate is chosen by the slice too, so that nothing
-      is chosen on dev. 0: dev scored after the last epoch, the rate chosen on dev.
-  """
-  tasks: tuple[str, ...] = ('sst2', 'cola', 'stsb')
-  seeds: int = 3
-  epochs: float = 3
-  size: str = 'mini'
-  learning_rates: tuple[float, ...] = (1e-4, 3e-4, 1e-3, 3e-3)
-  max_seq_length: int = 64
-  lower_case: bool = True
-  max_train_examples: tuple[tuple[str, int], ...] = (('sst2', 8000),)
-  subset_seed: int = 0
-  pooling: tuple[tuple[str, str], ...] = ()
-  standardize_regression: bool = False
-  heldout_examples: int = 0
-
-  def __post_init__(self):
-    unknown = [task for task in self.tasks if task not in GLUE_TASKS]
-    if unknown:
-      raise ValueError(f'Unknown tasks {unknown}; use some of {", ".join(GLUE_TASKS)}.')
-    if self.seeds < 1 or not self.learning_rates:
-      raise ValueError(f'seeds={self.seeds} and learning_rates={self.learning_rates}: need at '
-                       'least one seed and one learning rate.')
-
-  def task_pooling(self, task: str) -> str:
-    return dict(self.pooling).get(task, 'cls')
-
-
-# 'cls_head': the papers' protocol at mini ([CLS] head, 3 epochs, dev after the last one, the rate
-# chosen on dev), the ablation of 'pooled', which reads the tokens and chooses nothing on dev;
-# single-seed pilots chose its heads and its 5 epochs (benchmarks/finetuning/protocol.md).
-PROTOCOLS = {
-    'cls_head': FineTuneProtocol(),
-    'pooled': FineTuneProtocol(
-        seeds=5, epochs=5, learning_rates=(1e-4, 3e-4, 1e-3),
-        max_train_examples=(('sst2', 9000),), heldout_examples=1000,
-        pooling=(('sst2', 'mean'), ('cola', 'mean'), ('stsb', 'siamese_cosine')),
-        standardize_regression=True),
-}
 # What a committed result written before a setting existed was run with.
 _SETTING_DEFAULTS = dict(pretraining_seed=None, pooling='cls', standardize_regression=False,
                          heldout_examples=0)
-
-
-def format_rate(rate: Optional[float]) -> str:
-  """1e-4 -> '1e-4', 2.5e-05 -> '2.5e-5'; None (not chosen yet) -> '?'."""
-  if rate is None:
-    return '?'
-  mantissa, exponent = f'{rate:e}'.split('e')
-  return f'{mantissa.rstrip("0").rstrip(".")}e{int(exponent)}'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,13 +59,14 @@ class Unit:
   seed: int
 
   def __str__(self):
-    return f'{self.encoder} {self.task} lr {format_rate(self.learning_rate)} seed {self.seed}'
+    rate = finetune_protocols.format_rate(self.learning_rate)
+    return f'{self.encoder} {self.task} lr {rate} seed {self.seed}'
 
 
 def unit_path(out_dir: str, unit: Unit) -> str:
   """The committed result file of a unit."""
-  return os.path.join(out_dir, unit.encoder, f'{unit.task}_lr{format_rate(unit.learning_rate)}'
-                      f'_seed{unit.seed}.json')
+  rate = finetune_protocols.format_rate(unit.learning_rate)
+  return os.path.join(out_dir, unit.encoder, f'{unit.task}_lr{rate}_seed{unit.seed}.json')
 
 
 def read_unit(out_dir: str, unit: Unit) -> Optional[dict]:
@@ -169,7 +94,7 @@ def selection_score(result: dict) -> float:
                        if epoch['step'] == selection['step']))
 
 
-def choose_learning_rate(protocol: FineTuneProtocol, out_dir: str, encoder: str,
+def choose_learning_rate(protocol: finetune_protocols.FineTuneProtocol, out_dir: str, encoder: str,
                          task: str) -> Optional[float]:
   """The grid's rate whose seed-1 run scored best (ties: the earlier rate): on the held-out
   slice with `protocol.heldout_examples`, else on dev.
@@ -184,7 +109,7 @@ def choose_learning_rate(protocol: FineTuneProtocol, out_dir: str, encoder: str,
   return max(protocol.learning_rates, key=lambda rate: score(seed_one[rate]))
 
 
-def plan(protocol: FineTuneProtocol, out_dir: str, encoders) -> list[Unit]:
+def plan(protocol: finetune_protocols.FineTuneProtocol, out_dir: str, encoders) -> list[Unit]:
   """Every unit in run order: seed 1 at each rate for all encoders, then seeds 2..N.
 
   Seeds 2..N have `learning_rate` None until their seed 1 has tried the whole grid, so the
@@ -207,8 +132,8 @@ _PRETRAINING_MINUTES = (40, 55)
 _UNIT_MINUTES = 3
 
 
-def outlook(protocol: FineTuneProtocol, out_dir: str, learning_dir: str, work_dir: str,
-            encoders) -> str:
+def outlook(protocol: finetune_protocols.FineTuneProtocol, out_dir: str, learning_dir: str,
+            work_dir: str, encoders) -> str:
   """What a run of `encoders` will do before its report, and about how long it will take.
 
   Printed first, because the first step (the corpus vocabulary) takes minutes and the whole
@@ -267,8 +192,8 @@ def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
   return run_dirs
 
 
-def prepare_glue(protocol: FineTuneProtocol, glue_dir: str, vocab_file: str, data_dir: str,
-                 convert: Callable[..., None], log=print) -> None:
+def prepare_glue(protocol: finetune_protocols.FineTuneProtocol, glue_dir: str, vocab_file: str,
+                 data_dir: str, convert: Callable[..., None], log=print) -> None:
   """Converts each task once to `<data_dir>/<task>`; a task with a meta_data.json is kept.
 
   Args:
@@ -301,10 +226,11 @@ def prepare_glue(protocol: FineTuneProtocol, glue_dir: str, vocab_file: str, dat
                          f'{output_dir} to convert it again.')
       log(f'GLUE {task}: converted ({meta_path}); skipping')
       continue
-    source = os.path.join(glue_dir, GLUE_TASKS[task][0])
+    folder = finetune_protocols.GLUE_TASKS[task][0]
+    source = os.path.join(glue_dir, folder)
     if not os.path.isdir(source):
-      raise ValueError(f'--glue_dir={glue_dir} lacks {GLUE_TASKS[task][0]}/; point it at the '
-                       'GLUE download (shared/data/glue).')
+      raise ValueError(f'--glue_dir={glue_dir} lacks {folder}/; point it at the GLUE download '
+                       '(shared/data/glue).')
     log(f'GLUE {task}: converting {source} -> {output_dir}')
     convert(task=task, source=source, output_dir=output_dir, subset_seed=protocol.subset_seed,
             **fields)
@@ -324,7 +250,7 @@ class Replication:
     max_train_flops: the pretraining budget, recorded in every pretrained unit's result.
     pretraining_seed: the pretraining runs' seed (`learning.Setup.seed`), recorded likewise.
   """
-  protocol: FineTuneProtocol
+  protocol: finetune_protocols.FineTuneProtocol
   out_dir: str
   work_dir: str
   data_dir: str
@@ -336,7 +262,7 @@ class Replication:
 def _overrides(replication: Replication, unit: Unit) -> str:
   """The unit's rate and the protocol's head, as a Model Garden override string."""
   protocol = replication.protocol
-  overrides = [f'{LEARNING_RATE_FIELD}={unit.learning_rate}']
+  overrides = [f'{finetune_protocols.LEARNING_RATE_FIELD}={unit.learning_rate}']
   if protocol.task_pooling(unit.task) != 'cls':
     overrides.append(f'task.model.pooling={protocol.task_pooling(unit.task)}')
   if protocol.standardize_regression and unit.task == 'stsb':
@@ -359,7 +285,7 @@ def sweep_settings(replication: Replication, unit: Unit) -> dict:
           learning.budget_dir(replication.work_dir,
                               learning.seeded('replication', replication.pretraining_seed),
                               replication.max_train_flops),
-          unit.encoder, unit.task, f'lr_{format_rate(unit.learning_rate)}'),
+          unit.encoder, unit.task, f'lr_{finetune_protocols.format_rate(unit.learning_rate)}'),
       epochs=protocol.epochs, params_override=_overrides(replication, unit),
       encoder_from=None if pretrained else replication.run_dirs[SHAPE_FROM],
       select_epoch=bool(protocol.heldout_examples))
@@ -395,17 +321,17 @@ def check_committed(replication: Replication, encoders) -> None:
                        f'({result.get("settings")}); move it away or choose another --out_dir.')
 
 
-def glue_data_dir(work_dir: str, vocab_size: int, protocol: Optional[FineTuneProtocol] = None
-                  ) -> str:
+def glue_data_dir(work_dir: str, vocab_size: int,
+                  protocol: Optional[finetune_protocols.FineTuneProtocol] = None) -> str:
   """Where `prepare` converts the GLUE tasks for a vocabulary of `vocab_size` tokens:
   `glue_<size>`, or `glue_<size>_heldout<n>` for a protocol with held-out slices."""
   slices = f'_heldout{protocol.heldout_examples}' if protocol and protocol.heldout_examples else ''
   return os.path.join(work_dir, f'glue_{vocab_size}{slices}')
 
 
-def prepare(protocol: FineTuneProtocol, encoders, setup: learning.Setup, flops: dict[str, float],
-            glue_dir: str, out_dir: str, work_dir: str, convert: Callable[..., None],
-            log=print) -> Replication:
+def prepare(protocol: finetune_protocols.FineTuneProtocol, encoders, setup: learning.Setup,
+            flops: dict[str, float], glue_dir: str, out_dir: str, work_dir: str,
+            convert: Callable[..., None], log=print) -> Replication:
   """What the units of `encoders` need: their pretraining runs (`pretrain`), the GLUE records
   (`prepare_glue`, in `<work_dir>/glue_<vocabulary size>`) and committed results checked against
   the protocol (`check_committed`).

@@ -14,6 +14,7 @@ import dataclasses
 import os
 from typing import NamedTuple
 
+from teams_lab import finetune_protocols
 from teams_lab import learning_report
 from teams_lab import replication
 from teams_lab import replication_summary
@@ -108,7 +109,7 @@ def _pretraining_columns(result):
 
 def table(protocol, summary: dict, pretraining: dict) -> str:
   """The Markdown table: encoders x tasks, chosen rates, random-init flags, pretraining cost."""
-  task_names = [replication.GLUE_TASKS[task] for task in protocol.tasks]
+  task_names = [finetune_protocols.GLUE_TASKS[task] for task in protocol.tasks]
   header = ''.join(f' {name} {metric} | lr |' for name, metric in task_names)
   flags_header = ' / '.join(name for name, _ in task_names)
   lines = [f'| encoder |{header} average | beats random init ({flags_header}) | '
@@ -116,7 +117,7 @@ def table(protocol, summary: dict, pretraining: dict) -> str:
            '|---' * (6 + 2 * len(task_names)) + '|']
   for encoder, entry in summary.items():
     cells = ''.join(f' {cell(task_entry, protocol.seeds)} | '
-                    f'{replication.format_rate(task_entry["learning_rate"])} |'
+                    f'{finetune_protocols.format_rate(task_entry["learning_rate"])} |'
                     for task_entry in entry['tasks'].values())
     average = '—' if entry['average'] is None else f'{100 * entry["average"]["median"]:.1f}'
     flags = flags_text(entry['beats_random']) or '(floor)'
@@ -188,12 +189,12 @@ def preamble(protocol, recipe, bert_steps: int, pretraining: dict, learning_repo
   if seeds:
     budget += f', pretraining seed {", ".join(str(seed) for seed in sorted(seeds))}'
   encoder, data = recipe.task.model.encoder, recipe.task.train_data
-  subsets = ', '.join(f'{replication.GLUE_TASKS[task][0]} train a random subset of {n:,} '
+  subsets = ', '.join(f'{finetune_protocols.GLUE_TASKS[task][0]} train a random subset of {n:,} '
                       f'examples (seed {protocol.subset_seed})'
                       for task, n in protocol.max_train_examples if task in protocol.tasks)
-  rates = ', '.join(replication.format_rate(rate) for rate in protocol.learning_rates)
+  rates = ', '.join(finetune_protocols.format_rate(rate) for rate in protocol.learning_rates)
   tasks = ', '.join(f'{name} ({metric})' for name, metric in
-                    (replication.GLUE_TASKS[task] for task in protocol.tasks))
+                    (finetune_protocols.GLUE_TASKS[task] for task in protocol.tasks))
   return '\n'.join([
       '# Mini replication: TEAMS, ELECTRA, BERT, COCO-LM, TACO, SCRIPT on GLUE at equal '
       'pretraining FLOPs', '',
@@ -245,8 +246,8 @@ def markdown(protocol, summary: dict, pretraining: dict, head: str) -> str:
         ', '.join(f'{rate}: {"—" if value is None else f"{100 * value:.1f}"}'
                   for rate, value in task_entry['seed_one'].items())
         for task_entry in entry['tasks'].values()) + ' |')
-  top = replication.format_rate(max(protocol.learning_rates))
-  edge = ', '.join(f'{names[e]} {replication.GLUE_TASKS[t][0]}'
+  top = finetune_protocols.format_rate(max(protocol.learning_rates))
+  edge = ', '.join(f'{names[e]} {finetune_protocols.GLUE_TASKS[t][0]}'
                    for e, t in replication_summary.at_grid_top(protocol, summary)) or 'none'
   lines += ['', f'Rate chosen at the grid\'s largest ({top}), so a larger one might score '
             f'better: {edge}.']
@@ -259,7 +260,7 @@ def pretraining_runs_section(protocol, summary: dict) -> list[str]:
               if len(entry['pretraining_runs']) > 1}
   if not repeated:
     return []
-  task_names = [replication.GLUE_TASKS[task][0] for task in protocol.tasks]
+  task_names = [finetune_protocols.GLUE_TASKS[task][0] for task in protocol.tasks]
   lines = ['', '## Pretraining runs', '',
            'Encoders pretrained more than once at this budget, each run fine-tuned with the '
            'protocol above (sweeps given by `--other_sweeps`; medians over seeds at each run\'s '
@@ -323,7 +324,7 @@ def plot_glue(protocol, summary: dict, path: str) -> None:
       axis.legend(fontsize=7)
     axis.set_xticks(range(len(pretrained)),
                     [replication.ENCODER_NAMES[e] for e in pretrained], rotation=45, fontsize=7)
-    name, metric = replication.GLUE_TASKS[task]
+    name, metric = finetune_protocols.GLUE_TASKS[task]
     axis.set_title(f'{name} dev {metric} x 100')
     axis.grid(alpha=0.3)
   figure.tight_layout()

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from teams_lab import finetune_protocols
 from teams_lab import replication
 
 # A pretrained encoder is flagged when it beats random init on fewer tasks than this.
@@ -20,7 +21,7 @@ MIN_TASKS_BEATEN = 2
 def task_summary(protocol, out_dir, encoder, task):
   """One encoder's seed-1 scores per rate, and its seeds at the chosen rate (`summarize`)."""
   rate = replication.choose_learning_rate(protocol, out_dir, encoder, task)
-  seed_one = {replication.format_rate(r): replication.read_unit(
+  seed_one = {finetune_protocols.format_rate(r): replication.read_unit(
       out_dir, replication.Unit(encoder, task, r, 1)) for r in protocol.learning_rates}
   entry = dict(learning_rate=rate, seed_one={r: None if result is None else
                                              replication.headline(result)
@@ -59,7 +60,7 @@ def _pretraining_run(protocol, sweep_dir: str, encoder: str, entry: dict, floor:
               average=entry['average']['median'])
 
 
-def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str,
+def _sweep_summary(protocol: finetune_protocols.FineTuneProtocol, out_dir: str,
                    encoders=replication.ENCODERS) -> dict:
   """{encoder: {'tasks', 'average'}} of one sweep, as `summarize` documents them."""
   summary = {}
@@ -73,7 +74,7 @@ def _sweep_summary(protocol: replication.FineTuneProtocol, out_dir: str,
   return summary
 
 
-def summarize(protocol: replication.FineTuneProtocol, out_dir: str, other_sweeps=(),
+def summarize(protocol: finetune_protocols.FineTuneProtocol, out_dir: str, other_sweeps=(),
               random_init_dir=None) -> dict:
   """Every encoder's per-task entries, random-init flags and average over tasks.
 

@@ -23,6 +23,7 @@ from typing import Optional
 
 import numpy as np
 
+from teams_lab import finetune_protocols
 from teams_lab import finetuning_report
 from teams_lab import minimal_pairs_report
 from teams_lab import probing
@@ -278,13 +279,13 @@ def write_report(finetuning_dir: str, protocol: str, minimal_pairs_dir: str, out
 
   Args:
     finetuning_dir: `tools/benchmark_finetuning.py`'s out_dir (units and probe files).
-    protocol: the fine-tuning protocol judged (`replication.PROTOCOLS`).
+    protocol: the fine-tuning protocol judged (`finetune_protocols.PROTOCOLS`).
     minimal_pairs_dir: `tools/benchmark_minimal_pairs.py`'s out_dir.
     out_dir: where the page goes.
     resample: `glue_metrics.resampled_headlines`.
     command: the command line the page names.
   """
-  tasks = replication.PROTOCOLS[protocol].tasks
+  tasks = finetune_protocols.PROTOCOLS[protocol].tasks
   cells, _ = finetuning_report.finished_cells(finetuning_dir, protocol, resample)
   judged = judge(blimp_comparisons(minimal_pairs_report.load_results(minimal_pairs_dir)),
                  glue_comparisons(cells), tasks)

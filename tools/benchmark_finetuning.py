@@ -7,7 +7,7 @@
 
 Unpacks every release of benchmarks/encoders (tools/release_encoders.py), converts SST-2, CoLA
 and STS-B once with their vocabulary, fine-tunes each release and random init under the protocol
-(`teams_lab/release_finetuning.py`, `replication.PROTOCOLS`), one committed result a
+(`teams_lab/release_finetuning.py`, `finetune_protocols.PROTOCOLS`), one committed result a
 unit in benchmarks/finetuning/<protocol>/, and writes finetuning.md there
 (`teams_lab/finetuning_report.py`). Rerunning skips finished units.
 """
@@ -20,6 +20,7 @@ from absl import app
 from absl import flags
 import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
+from teams_lab import finetune_protocols
 from teams_lab import finetuning_report
 from teams_lab import release_finetuning
 from teams_lab import replication
@@ -31,8 +32,8 @@ from teams_tf.training import releases
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PROTOCOL = flags.DEFINE_enum('protocol', 'pooled', list(replication.PROTOCOLS),
-                              'The fine-tuning protocol (`replication.PROTOCOLS`).')
+_PROTOCOL = flags.DEFINE_enum('protocol', 'pooled', list(finetune_protocols.PROTOCOLS),
+                              'The fine-tuning protocol (`finetune_protocols.PROTOCOLS`).')
 _RELEASE_DIR = flags.DEFINE_string('release_dir', os.path.join(_ROOT, 'benchmarks', 'encoders'),
                                    'Releases to fine-tune (tools/release_encoders.py).')
 _GLUE_DIR = flags.DEFINE_string('glue_dir', None,

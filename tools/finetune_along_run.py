@@ -26,6 +26,7 @@ from absl import flags
 import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
 from teams_lab import along_run
+from teams_lab import finetune_protocols
 from teams_lab import replication
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.finetuning import glue
@@ -62,7 +63,7 @@ flags.register_validator('steps', lambda steps: all(s.isdigit() and int(s) > 0 f
 
 def main(_):
   try:
-    protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
+    protocol = finetune_protocols.FineTuneProtocol(seeds=_SEEDS.value)
     along, pretraining = along_run.build(
         protocol, _ENCODER.value, [int(step) for step in _STEPS.value], _LEARNING_DIR.value,
         _REPLICATION_DIR.value, _RANDOM_INIT_DIR.value, _OUT_DIR.value, _WORK_DIR.value)

@@ -14,14 +14,14 @@ from absl import app
 from absl import flags
 import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
-from teams_lab import replication
+from teams_lab import finetune_protocols
 from teams_lab import verdicts
 from teams_tf.finetuning import glue_metrics
 from teams_tf.utils import command_lines
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PROTOCOL = flags.DEFINE_enum('protocol', 'pooled', list(replication.PROTOCOLS),
-                              'The fine-tuning protocol judged (`replication.PROTOCOLS`).')
+_PROTOCOL = flags.DEFINE_enum('protocol', 'pooled', list(finetune_protocols.PROTOCOLS),
+                              'The fine-tuning protocol judged (`finetune_protocols.PROTOCOLS`).')
 _FINETUNING_DIR = flags.DEFINE_string(
     'finetuning_dir', os.path.join(_ROOT, 'benchmarks', 'finetuning'),
     'tools/benchmark_finetuning.py\'s out_dir.')

@@ -29,6 +29,7 @@ import tf_keras
 
 from official.nlp.configs import encoders as encoder_configs
 
+from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_lab import learning_report
 from teams_lab import pretrain_report
@@ -44,7 +45,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ENCODERS = flags.DEFINE_list('encoders', ['bert', 'electra', 'teams', 'random'], 'Encoders.')
 flags.register_validator('encoders', lambda names: set(names) <= set(replication.ENCODERS),
                          f'use some of {",".join(replication.ENCODERS)}.')
-_TASK = flags.DEFINE_enum('task', 'sst2', list(replication.GLUE_TASKS), 'A GLUE task.')
+_TASK = flags.DEFINE_enum('task', 'sst2', list(finetune_protocols.GLUE_TASKS), 'A GLUE task.')
 _POOLING = flags.DEFINE_enum('pooling', 'mean', probing.POOLINGS,
                              "Layers' outputs averaged over the tokens, at [CLS], or per "
                              'sentence of a pair (STS-B).')
@@ -66,7 +67,7 @@ def _probe(model_dir, random_init, task_dir):
   """The probe row of the kept encoder of `model_dir` (fresh weights, seed 0, if `random_init`)."""
   regression = _TASK.value in probing.REGRESSION_TASKS
   train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
-                                     replication.FineTuneProtocol().max_seq_length,
+                                     finetune_protocols.FineTuneProtocol().max_seq_length,
                                      label_type='float' if regression else 'int')
                 for split in ('train', 'dev'))
   encoder, config, _, _ = loaders.restore_pretrained_encoder(model_dir)
@@ -90,7 +91,7 @@ def _release_rows():
   with open(os.path.join(paths[names[0]], 'vocab.txt')) as f:
     vocab_size = sum(1 for line in f if line.strip())
   task_dir = os.path.join(replication.glue_data_dir(
-      _WORK_DIR.value, vocab_size, replication.PROTOCOLS['pooled']), _TASK.value)
+      _WORK_DIR.value, vocab_size, finetune_protocols.PROTOCOLS['pooled']), _TASK.value)
   rows = {}
   for name in names + [replication.RANDOM]:
     model_dir = releases.resolve_model_dir(paths[name if name in paths else names[0]])

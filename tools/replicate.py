@@ -24,6 +24,7 @@ import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not ins
 
 from official.core import exp_factory
 
+from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_lab import replication
 from teams_lab import replication_report
@@ -66,7 +67,7 @@ _RANDOM_INIT_DIR = flags.DEFINE_string(
 
 def main(_):
   try:
-    protocol = replication.FineTuneProtocol(seeds=_SEEDS.value)
+    protocol = finetune_protocols.FineTuneProtocol(seeds=_SEEDS.value)
   except ValueError as e:
     sys.exit(f'error: --seeds: {e}')
   report = functools.partial(

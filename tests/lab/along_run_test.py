@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from teams_lab import along_run
+from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_lab import replication
 from tests.lab import replication_test
@@ -39,7 +40,7 @@ class AlongRunTest(tf.test.TestCase):
     # The replication chose 1e-4 on every task for the last checkpoint.
     replication_test._commit_seeds(self.replication_dir, 'teams', [0.6, 0.62, 0.64])
     replication_test._commit_seeds(self.random_dir, 'random', [0.4, 0.41, 0.42])
-    self.protocol = replication.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
+    self.protocol = finetune_protocols.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
 
   def _along(self, steps):
     along, self.pretraining = along_run.build(self.protocol, 'teams', steps, self.learning_dir,
@@ -66,7 +67,7 @@ class AlongRunTest(tf.test.TestCase):
     first, last = fake.calls[0], fake.calls[-1]
     self.assertEqual(os.path.join(self.run_dir, 'ckpt-500'), first['init_checkpoint'])
     self.assertEqual(os.path.join(self.run_dir, 'ckpt-1000'), last['init_checkpoint'])
-    self.assertEqual(f'{replication.LEARNING_RATE_FIELD}=0.0001', first['params_override'])
+    self.assertEqual(f'{finetune_protocols.LEARNING_RATE_FIELD}=0.0001', first['params_override'])
     self.assertEqual(('stsb', '3,'), (last['tasks'][0], last['seeds']))
     # Each step's sweeps run apart from the replication's, which resume what they find.
     self.assertEqual(os.path.join(self.work_dir, 'along_step_500', 'replication_seed2_9e+13flops',

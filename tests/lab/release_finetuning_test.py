@@ -7,6 +7,7 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
+from teams_lab import finetune_protocols
 from teams_lab import finetuning_report
 from teams_lab import release_finetuning
 from teams_lab import replication
@@ -115,7 +116,7 @@ class ReleaseFinetuningTest(tf.test.TestCase):
   def test_report_gives_intervals_gaps_and_floors(self):
     runs, _ = self._prepare()
     fake = FakeSweep({'bert': 0.9, 'teams': 0.55, 'random': 0.5})
-    protocol = replication.PROTOCOLS['pooled']
+    protocol = finetune_protocols.PROTOCOLS['pooled']
     for run, group in zip(runs[:1], release_finetuning.groups(self.releases)):
       replication.run(run, release_finetuning.encoders(group), fake, lambda: '', log=lambda _: 0)
     # Three rates for seed 1, four more seeds: per encoder and task.

@@ -10,7 +10,9 @@ import tensorflow as tf
 
 from official.core import exp_factory
 
+from teams_lab import finetune_protocols
 from teams_lab import learning
+from teams_lab import learning_data
 from teams_lab import replication
 from teams_lab import replication_report
 from teams_lab import replication_summary
@@ -80,7 +82,7 @@ class ReplicationTest(tf.test.TestCase):
       os.makedirs(self.run_dirs[objective])
       with open(os.path.join(self.run_dirs[objective], 'checkpoint'), 'w'):
         pass
-    self.protocol = replication.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
+    self.protocol = finetune_protocols.FineTuneProtocol(learning_rates=(1e-4, 3e-4))
     self.runs = replication.Replication(self.protocol, self.out_dir, self.work_dir,
                                         os.path.join(root, 'glue'), self.run_dirs, 9e13)
 
@@ -96,7 +98,7 @@ class ReplicationTest(tf.test.TestCase):
     vocab = os.path.join(root, 'vocab.txt')
     with open(vocab, 'w') as f:
       f.write('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + list('abcdefg')) + '\n')
-    with mock.patch.object(learning, 'prepare_data', return_value=(vocab, 'tr', 'va')) as data:
+    with mock.patch.object(learning_data, 'prepare_data', return_value=(vocab, 'tr', 'va')) as data:
       setup, flops = learning.default_setup('corpus', os.path.join(root, 'w'),
                                             os.path.join(root, 'o'), 100, 30, 7)
     self.assertEqual(('corpus', os.path.join(root, 'w'), 100, 64), data.call_args.args)
@@ -151,7 +153,7 @@ class ReplicationTest(tf.test.TestCase):
     lines, reports = self._run(['teams', 'random'], fake)
     units = [(f['output_dir'].split(os.sep)[-3], f['tasks'][0], f['params_override'],
               f['seeds']) for f in fake.calls]
-    field = replication.LEARNING_RATE_FIELD
+    field = finetune_protocols.LEARNING_RATE_FIELD
     stage_one = [(encoder, task, f'{field}={rate}', '1,') for encoder in ('teams', 'random')
                  for task in ('sst2', 'cola', 'stsb') for rate in (1e-4, 3e-4)]
     stage_two = [(encoder, task, f'{field}={rate}', f'{seed},') for encoder in ('teams', 'random')
@@ -256,7 +258,7 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual(1e-4, choice())
     self.assertEqual(os.path.join('x', 'teams', 'stsb_lr3e-4_seed1.json'),
                      replication.unit_path('x', unit))
-    self.assertEqual('2.5e-5', replication.format_rate(2.5e-5))
+    self.assertEqual('2.5e-5', finetune_protocols.format_rate(2.5e-5))
 
   def test_report_medians_flags_and_paper_sentences(self):
     out = self.out_dir
@@ -443,14 +445,15 @@ class ReplicationTest(tf.test.TestCase):
       self.assertGreater(os.path.getsize(os.path.join(self.out_dir, name)), 1000)
 
   def test_pooled_protocol_pools_standardizes_sts_b_and_chooses_the_rate_on_the_slice(self):
-    protocol = dataclasses.replace(replication.PROTOCOLS['pooled'], learning_rates=(1e-4, 3e-4))
+    protocol = dataclasses.replace(finetune_protocols.PROTOCOLS['pooled'],
+                                   learning_rates=(1e-4, 3e-4))
     runs = dataclasses.replace(self.runs, protocol=protocol)
     os.makedirs(os.path.join(runs.data_dir, 'stsb'))
     with open(os.path.join(runs.data_dir, 'stsb', 'meta_data.json'), 'w') as f:
       json.dump(dict(train_label_mean=2.7, train_label_std=1.46), f)
     stsb = replication.sweep_settings(runs, replication.Unit('teams', 'stsb', 1e-4, 1))
     sst2 = replication.sweep_settings(runs, replication.Unit('teams', 'sst2', 1e-4, 1))
-    field = replication.LEARNING_RATE_FIELD
+    field = finetune_protocols.LEARNING_RATE_FIELD
     self.assertEqual(f'{field}=0.0001,task.model.pooling=siamese_cosine,'
                      'task.model.regression_mean=2.7,task.model.regression_std=1.46',
                      stsb['params_override'])
@@ -509,7 +512,7 @@ class ReplicationTest(tf.test.TestCase):
 
   def test_prepare_pretrains_converts_the_glue_download_and_checks_committed_results(self):
     glue_dir = os.path.join(self.get_temp_dir(), 'download')
-    for task, (folder, _) in replication.GLUE_TASKS.items():
+    for task, (folder, _) in finetune_protocols.GLUE_TASKS.items():
       glue_test.write_fixture(os.path.join(glue_dir, folder), task)
     vocab = embedded.resolve_path('sample:vocab')
     setup = learning.Setup('t', 'v', 'tfrecord', vocab, 3660, 9e13, 10, 2, self.work_dir,
@@ -525,7 +528,7 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual(replication.Replication(
         self.protocol, self.out_dir, self.work_dir, os.path.join(self.work_dir, 'glue_3660'),
         {'bert': learning.run_dir(setup, 'bert')}, 9e13), runs)
-    for task in replication.GLUE_TASKS:
+    for task in finetune_protocols.GLUE_TASKS:
       with open(os.path.join(runs.data_dir, task, 'meta_data.json')) as f:
         meta = json.load(f)
       self.assertEqual((task, 64, True, vocab),
