@@ -5,8 +5,8 @@ corpus (the shared English Wikipedia extract: wiki_00-48 for training, wiki_49 h
 training-FLOP budget (`trainer.max_train_flops`), evaluating every `validation_interval` steps.
 A run is one unit of work: it resumes from its own checkpoints when interrupted, and its result
 file (`<out_dir>/<objective>.json`: the validation curve with FLOPs and wall time) is written when
-it ends, so the report fills in across sessions. The report (`learning.md`, `learning.json`,
-`learning.png`, `learning_report`) puts each objective's last evaluation beside its targets and
+it ends, so the report fills in across sessions. The report (`learning_report`: `learning.md`,
+`learning.json`, `learning.png`) puts each objective's last evaluation beside its targets and
 trivial baselines.
 """
 
@@ -191,7 +191,7 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
   os.makedirs(out_dir, exist_ok=True)
   recipe = exp_factory.get_exp_config('bert_mini')
   vocab, train, valid = learning_data.prepare_data(corpus_dir, work_dir, vocab_size,
-                                     recipe.task.train_data.seq_length)
+                                                   recipe.task.train_data.seq_length)
   vocab_size = tokenization.load_vocabulary(vocab).size
   flops = step_flops(vocab_size)
   setup = Setup(

@@ -4,7 +4,8 @@
 task (`official.projects.teams` or `official.nlp.tasks.electra_task`) at the same shapes, with
 our trainer and runtime, so that `pretrain_variants` times both with one harness;
 `cast_official_logits` is the smallest patch that lets Model Garden's step build under mixed
-bfloat16. Imported only by the TensorFlow side of the benchmark.
+bfloat16. Imported only by the TensorFlow side of the benchmark. Model Garden's TEAMS project is
+imported only where a function needs it, so that its ELECTRA variant's memory holds none of it.
 """
 
 import tensorflow as tf
@@ -15,9 +16,6 @@ from official.nlp.configs import encoders
 from official.nlp.data import pretrain_dataloader
 from official.nlp.modeling.models import electra_pretrainer
 from official.nlp.tasks import electra_task
-from official.projects.teams import teams
-from official.projects.teams import teams_pretrainer as official_teams_pretrainer
-from official.projects.teams import teams_task
 
 from teams_tf.models import teams_pretrainer
 from teams_tf.networks import shared_encoders
@@ -37,6 +35,7 @@ def official_teams_config(model_config):
   Raises:
     ValueError: a configuration Model Garden's TEAMS cannot express, naming the field.
   """
+  from official.projects.teams import teams  # pylint: disable=g-import-not-at-top
   layout = teams_pretrainer.resolve_layout(model_config)
   required = dict(generator_width_fraction=1.0, rtd_head_type='attention',
                   candidate_sampling='sampled', mws_task_layer=False,
@@ -93,9 +92,10 @@ def official_params(params, spec):
   """ExperimentConfig for Model Garden's task, with our trainer (optimizer) and runtime."""
   model_config = params.task.model
   if spec['objective'] == 'teams':
+    from official.projects.teams import teams_task  # pylint: disable=g-import-not-at-top
     task = teams_task.TeamsPretrainTaskConfig(model=official_teams_config(model_config))
     shapes = experiment_flops.model_shapes(model_config, spec['batch_size'], spec['seq_length'],
-                        spec['predictions'])[1]
+                                           spec['predictions'])[1]
     shapes['rtd_head'] = 'official_attention'
     flops_objective = 'teams'
   elif spec['objective'] == 'electra':
@@ -103,8 +103,8 @@ def official_params(params, spec):
     task = electra_task.ElectraPretrainConfig(
         model=official_electra_config(model_config, spec['seq_length'], spec['predictions']),
         train_data=pretrain_dataloader.BertPretrainDataConfig(use_next_sentence_label=False))
-    flops_objective, shapes = experiment_flops.model_shapes(model_config, spec['batch_size'],
-                                         spec['seq_length'], spec['predictions'])
+    flops_objective, shapes = experiment_flops.model_shapes(
+        model_config, spec['batch_size'], spec['seq_length'], spec['predictions'])
   else:
     raise ValueError(f"No Model Garden implementation of {spec['objective']!r}.")
   return (cfg.ExperimentConfig(task=task, trainer=params.trainer, runtime=params.runtime),
@@ -119,6 +119,8 @@ def cast_official_logits(task):
   Casting the logits to float32 where they enter the samplers and the losses is the smallest
   change that lets it run, so that it can be timed in bfloat16 too ('official_patched').
   """
+  # pylint: disable-next=g-import-not-at-top
+  from official.projects.teams import teams_pretrainer as official_teams_pretrainer
   sample = electra_pretrainer.sample_from_softmax
   sample_k = official_teams_pretrainer.sample_k_from_softmax
   electra_pretrainer.sample_from_softmax = lambda logits, disallow=None: sample(

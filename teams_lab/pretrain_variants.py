@@ -174,7 +174,6 @@ def build_tf_step(spec):
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
   from official.modeling import performance  # pylint: disable=g-import-not-at-top
 
-  from teams_lab import model_garden_peers  # pylint: disable=g-import-not-at-top
   from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
 
   baseline_rss = _rss_mib()  # TensorFlow, Model Garden and teams_tf imported, nothing built.
@@ -193,6 +192,8 @@ def build_tf_step(spec):
     flops_objective, shapes = our_shapes(params.task.model, spec['batch_size'],
                                          spec['seq_length'], spec['predictions'])
   else:
+    # Only Model Garden's variants import it, so that ours' peak RSS holds none of its modules.
+    from teams_lab import model_garden_peers  # pylint: disable=g-import-not-at-top
     params, flops_objective, shapes = model_garden_peers.official_params(params, spec)
   step_flops, terms = flops.step_flops(flops_objective, shapes)
 

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from teams_lab import finetune_protocols
 from teams_lab import learning
+from teams_lab import learning_data
 from teams_tf.utils import atomic_files
 
 RANDOM = 'random'
@@ -145,9 +146,9 @@ def outlook(protocol: finetune_protocols.FineTuneProtocol, out_dir: str, learnin
   unit_minutes = sum(seconds) / len(seconds) / 60 if seconds else _UNIT_MINUTES
   to_fine_tune = len(units) - len(done)
   to_pretrain = [encoder for encoder in encoders if encoder != RANDOM and not os.path.exists(
-      os.path.join(learning_dir, f'{encoder}.json'))]
+      learning.result_file(learning_dir, encoder))]
   # The data step runs first whatever is left to do (`learning.default_setup`).
-  needs_data = not os.path.exists(os.path.join(work_dir, f'vocab_{learning.VOCAB_SIZE}.txt'))
+  needs_data = not os.path.exists(learning_data.vocab_path(work_dir, learning.VOCAB_SIZE))
   parts = ([f'builds the corpus vocabulary and records in {work_dir} (about {_DATA_MINUTES} '
             'minutes, once)'] if needs_data else [])
   if to_pretrain:

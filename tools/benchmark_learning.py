@@ -22,6 +22,7 @@ from absl import flags
 import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
 from teams_lab import learning
+from teams_lab import learning_data
 from teams_lab import learning_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.utils import command_lines
@@ -64,8 +65,8 @@ def main(argv):
     sys.exit(f'error: unknown objectives {unknown}; use some of {learning.OBJECTIVES} or a mini '
              f'variant ({variants}).')
   todo = [o for o in _OBJECTIVES.value
-          if not os.path.exists(os.path.join(_OUT_DIR.value, f'{o}.json'))]
-  data = ('' if os.path.exists(os.path.join(_WORK_DIR.value, f'vocab_{_VOCAB_SIZE.value}.txt'))
+          if not os.path.exists(learning.result_file(_OUT_DIR.value, o))]
+  data = ('' if os.path.exists(learning_data.vocab_path(_WORK_DIR.value, _VOCAB_SIZE.value))
           else f'builds the corpus vocabulary and records in {_WORK_DIR.value} (about 15 '
           'minutes, once), then ')
   # 40 to 55 training minutes per objective at the default budget (learning.md).
