@@ -31,9 +31,10 @@ setuptools.setup(
         # Hugging Face export (tools/convert_to_hf.py); torch 2.13 has a CPU build on PyPI. The
         # export's tests pass on transformers 4.57 and 5.24; a major release is not yet known.
         'hf': ['torch==2.13.0', 'transformers>=4.57,<6'],
-        # ruff: the lint that tests/lint_test.py runs (ruff.toml).
+        # ruff: the lint that tests/lint_test.py runs (ruff.toml); accelerate: transformers.Trainer,
+        # the Hugging Face peer of the time-to-accuracy benchmark (teams_lab/hugging_face_mlm.py).
         'test': ['pytest>=8', 'pytest-xdist>=3', 'ruff~=0.17.6', 'torch==2.13.0',
-                 'transformers>=4.57,<6'],
+                 'transformers>=4.57,<6', 'accelerate>=1.0'],
     },
     # Every user tool, beside `python tools/<name>.py` in a clone (`tests/cli_test.py`).
     entry_points={'console_scripts': [

@@ -1,0 +1,201 @@
+"""The time-to-accuracy report: its result files as `time_to_accuracy.{md,json,png}`.
+
+For each implementation: the minutes to reach each threshold of held-out MLM accuracy (the first
+crossing, interpolated linearly between the two evaluations around it) and their ratio to
+teams_tf's; the headline is the fastest peer against teams_tf. Then what each peer could not
+match, each run's curve, and one plot of accuracy against minutes with every implementation.
+"""
+
+import json
+import os
+from typing import Optional
+
+from teams_lab import time_to_accuracy
+from teams_tf.utils import atomic_files
+
+# Held-out MLM accuracies to reach (the issue's).
+THRESHOLDS = (0.35, 0.40)
+# teams_tf should reach each threshold this many times sooner than the fastest peer.
+GOAL = 1.5
+OURS = 'teams_tf'
+
+
+def preamble(setup: time_to_accuracy.Setup, command: str) -> str:
+  """The report's title and the paragraph saying how its runs were made."""
+  params = time_to_accuracy.recipe(setup)
+  data = params.task.train_data
+  encoder = params.task.model.encoder
+  optimizer = params.trainer.optimizer_config
+  return '\n'.join([
+      '# Time to accuracy: teams_tf, Model Garden and Hugging Face on the same cores', '',
+      f'`{command}`: each implementation pretrains the `{time_to_accuracy.EXPERIMENT}` recipe '
+      f'({encoder.num_layers} layers, H {encoder.hidden_size}, vocabulary {setup.vocab_size:,}, '
+      f'T {data.seq_length}, batch {data.global_batch_size}, {data.mask_rate:.0%} masking '
+      f'80/10/10, AdamW at peak {optimizer.learning_rate.polynomial.initial_learning_rate:g} '
+      f'with {optimizer.warmup.linear.warmup_steps} warmup steps and linear decay over '
+      f'{setup.train_steps:,} steps) on the unmasked records of wiki_00-48 of the shared '
+      'Wikipedia extract, alone on the machine. Every checkpoint (one per '
+      f'{setup.checkpoint_interval} steps) is scored afterwards on the same evaluation set: '
+      'every sequence of wiki_49 masked once at '
+      f'{params.task.validation_data.mask_rate:.0%} (80/10/10) by teams_tf\'s validation '
+      'pipeline. Minutes run from the training command\'s launch to the checkpoint\'s writing '
+      '(start-up, tracing and checkpoint writes count; scoring does not). PFLOPs are the '
+      "recipe's analytic count (`teams_tf.training.experiment_flops`), the same for every "
+      'implementation at a step.'])
+
+
+def minutes_to(curve: list[dict], threshold: float) -> Optional[float]:
+  """Minutes at which held-out MLM accuracy first reaches `threshold`, or None if it never does.
+
+  Interpolated linearly between the last evaluation below it and the first at or above it (from
+  the first evaluation's minutes when that one is already there).
+  """
+  previous = None
+  for row in curve:
+    if row.get('minutes') is None:
+      continue
+    if row['mlm_accuracy'] >= threshold:
+      if previous is None:
+        return row['minutes']
+      share = (threshold - previous['mlm_accuracy']) / (
+          row['mlm_accuracy'] - previous['mlm_accuracy'])
+      return previous['minutes'] + share * (row['minutes'] - previous['minutes'])
+    previous = row
+  return None
+
+
+def load_results(out_dir: str) -> dict[str, dict]:
+  """Implementation -> result, for every result file in `out_dir`, in `IMPLEMENTATIONS` order."""
+  results = {}
+  for name in time_to_accuracy.IMPLEMENTATIONS:
+    path = time_to_accuracy.result_file(out_dir, name)
+    if os.path.exists(path):
+      with open(path) as f:
+        results[name] = json.load(f)
+  return results
+
+
+def summary(results: dict[str, dict]) -> dict:
+  """Minutes to each threshold, their ratios to teams_tf, and the headline against the goal.
+
+  A ratio is peer minutes / teams_tf minutes (above 1: teams_tf is faster). A peer that never
+  reached a threshold teams_tf reached is at least (its last minutes / ours) slower: its ratio
+  is that bound, marked `lower_bound`.
+  """
+  rows = {}
+  for name, result in results.items():
+    curve = result['curve']
+    timed = [row for row in curve if row.get('minutes') is not None]
+    rows[name] = dict(
+        final_accuracy=curve[-1]['mlm_accuracy'] if curve else None,
+        final_step=curve[-1]['step'] if curve else None,
+        final_minutes=timed[-1]['minutes'] if timed else None,
+        minutes={str(t): minutes_to(curve, t) for t in THRESHOLDS})
+  ours = rows.get(OURS)
+  headline = {}
+  for name, row in rows.items():
+    row['ratio'] = {}
+    for t in THRESHOLDS:
+      key = str(t)
+      theirs = row['minutes'][key]
+      if ours is None or ours['minutes'][key] is None or name == OURS:
+        continue
+      if theirs is None:
+        row['ratio'][key] = dict(value=row['final_minutes'] / ours['minutes'][key],
+                                 lower_bound=True)
+      else:
+        row['ratio'][key] = dict(value=theirs / ours['minutes'][key], lower_bound=False)
+  peers = [name for name in rows if time_to_accuracy.IMPLEMENTATIONS[name].framework != OURS]
+  for t in THRESHOLDS:
+    key = str(t)
+    ratios = {name: rows[name]['ratio'][key] for name in peers if key in rows[name]['ratio']}
+    if ratios:
+      fastest = min(ratios, key=lambda name: ratios[name]['value'])
+      headline[key] = dict(fastest_peer=fastest, **ratios[fastest],
+                           met=ratios[fastest]['value'] >= GOAL)
+  return dict(rows=rows, headline=headline, goal=GOAL)
+
+
+def _minutes(value) -> str:
+  return 'not reached' if value is None else f'{value:.1f}'
+
+
+def _ratio(ratio) -> str:
+  if not ratio:
+    return '—'
+  return f'{">" if ratio["lower_bound"] else ""}{ratio["value"]:.2f}'
+
+
+def markdown(results: dict[str, dict], preamble: str) -> str:
+  """The report: headline, the table of minutes and ratios, what was not matched, the curves."""
+  numbers = summary(results)
+  lines = [preamble, '']
+  if numbers['headline']:
+    lines += ['## Headline', '',
+              f'Goal: teams_tf at least {GOAL}x faster than the fastest peer to the same held-out '
+              'accuracy.', '', '| threshold | fastest peer | peer minutes / teams_tf minutes | '
+              'goal met |', '|---|---|---|---|']
+    for key, head in numbers['headline'].items():
+      lines.append(f'| {float(key):.0%} | {head["fastest_peer"]} | {_ratio(head)} | '
+                   f'{"yes" if head["met"] else "**no**"} |')
+    lines.append('')
+  lines += ['## Minutes to held-out MLM accuracy', '',
+            '| implementation | ' + ' | '.join(f'minutes to {t:.0%}' for t in THRESHOLDS) +
+            ' | ' + ' | '.join(f'ratio to teams_tf at {t:.0%}' for t in THRESHOLDS) +
+            ' | final accuracy | steps | minutes |',
+            '|---' * (4 + 2 * len(THRESHOLDS)) + '|']
+  for name, row in numbers['rows'].items():
+    lines.append(
+        f'| {results[name]["description"]} | ' +
+        ' | '.join(_minutes(row['minutes'][str(t)]) for t in THRESHOLDS) + ' | ' +
+        ' | '.join(_ratio(row['ratio'].get(str(t))) for t in THRESHOLDS) +
+        f' | {row["final_accuracy"]:.2%} | {row["final_step"]:,} | '
+        f'{_minutes(row["final_minutes"])} |')
+  lines += ['', 'A ratio above 1: teams_tf got there sooner; ">": the peer never got there, '
+            'and its ratio is at least its whole run over teams_tf\'s minutes.', '',
+            '## What each implementation could not match', '']
+  for name, result in results.items():
+    unmatched = result['unmatched'] or ['nothing: the recipe as teams_tf runs it']
+    lines.append(f'- **{result["description"]}**: ' + '; '.join(unmatched) + '.')
+  for name, result in results.items():
+    lines += ['', f'## {result["description"]}', '',
+              f'Trained on {result["machine"]}; `{" ".join(result["commands"][-1])}`'
+              if result['commands'] else f'Trained on {result["machine"]}.', '',
+              '| step | minutes | PFLOPs | held-out MLM accuracy |', '|---|---|---|---|']
+    for row in result['curve']:
+      lines.append(f'| {row["step"]:,} | {_minutes(row.get("minutes"))} | '
+                   f'{row["flops"] / 1e15:.3f} | {row["mlm_accuracy"]:.2%} |')
+  return '\n'.join(lines) + '\n'
+
+
+def plot(results: dict[str, dict], path: str) -> None:
+  """Held-out MLM accuracy against minutes, every implementation on one figure."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  figure, axis = pyplot.subplots(figsize=(6.4, 4.2))
+  for name, result in results.items():
+    rows = [row for row in result['curve'] if row.get('minutes') is not None]
+    axis.plot([row['minutes'] for row in rows], [row['mlm_accuracy'] for row in rows],
+              marker='.', label=name)
+  for threshold in THRESHOLDS:
+    axis.axhline(threshold, color='gray', linestyle=':', linewidth=1)
+  axis.set_xlabel('minutes from launch')
+  axis.set_ylabel('held-out MLM accuracy (15% masked)')
+  axis.grid(alpha=0.3)
+  axis.legend(fontsize=8)
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  pyplot.close(figure)
+
+
+def write_report(out_dir: str, preamble: str) -> dict:
+  """Writes time_to_accuracy.{md,json,png} into `out_dir` from the result files there."""
+  results = load_results(out_dir)
+  atomic_files.write_text(os.path.join(out_dir, 'time_to_accuracy.md'),
+                          markdown(results, preamble))
+  atomic_files.write_json(os.path.join(out_dir, 'time_to_accuracy.json'),
+                          dict(summary(results), results=results))
+  if results:
+    plot(results, os.path.join(out_dir, 'time_to_accuracy.png'))
+  return results

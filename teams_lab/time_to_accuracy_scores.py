@@ -1,0 +1,117 @@
+"""The time-to-accuracy benchmark's scoring: every kept checkpoint on the one evaluation set.
+
+Each framework's checkpoints are found and read its own way (`checkpoints`, `predictions`);
+the score is the same for all of them: the share of the evaluation set's masked tokens whose
+argmax MLM prediction is the original token (`mlm_accuracy`).
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from teams_lab import child_processes
+from teams_lab import model_garden_mlm
+from teams_lab import time_to_accuracy_data
+from teams_tf.serving import loaders
+from teams_tf.training import run_settings
+from teams_tf.utils import atomic_files
+
+
+def checkpoints(framework: str, model_dir: str) -> dict[int, tuple[str, float]]:
+  """Step -> (checkpoint, the time it was written) of every checkpoint a run kept.
+
+  A Hugging Face checkpoint is the directory `checkpoint-<step>/`, written when its
+  `trainer_state.json` is; a TensorFlow one is the prefix `ckpt-<step>`, written with its index.
+
+  Args:
+    framework: 'teams_tf', 'model_garden' or 'hugging_face'.
+    model_dir: the run's model directory.
+  """
+  found = {}
+  if framework == 'hugging_face':
+    for state in glob.glob(os.path.join(model_dir, 'checkpoint-*', 'trainer_state.json')):
+      directory = os.path.dirname(state)
+      found[int(directory.rsplit('-', 1)[1])] = (directory, os.path.getmtime(state))
+  else:
+    for index in glob.glob(os.path.join(model_dir, 'ckpt-*.index')):
+      prefix = index[:-len('.index')]
+      found[int(re.search(r'ckpt-(\d+)$', prefix).group(1))] = (prefix, os.path.getmtime(index))
+  return found
+
+
+def mlm_accuracy(predicted_ids: np.ndarray, evaluation: dict[str, np.ndarray]) -> float:
+  """Share of the masked tokens predicted exactly (weight 0 slots excluded).
+
+  Args:
+    predicted_ids: [N, P] int argmax predictions.
+    evaluation: the evaluation set (`masked_lm_ids` [N, P], `masked_lm_weights` [N, P]).
+  """
+  weights = evaluation['masked_lm_weights']
+  correct = (predicted_ids == evaluation['masked_lm_ids']) * weights
+  return float(correct.sum() / weights.sum())
+
+
+def _tf_predictions(model, evaluation, batch_size=512) -> np.ndarray:
+  """argmax of `model(batch)['mlm_logits']` ([B, P, V]) over the evaluation set: [N, P]."""
+  predicted = []
+  for start in range(0, len(evaluation['input_word_ids']), batch_size):
+    batch = {name: values[start:start + batch_size] for name, values in evaluation.items()}
+    predicted.append(np.argmax(model(batch, training=False)['mlm_logits'].numpy(), axis=-1))
+  return np.concatenate(predicted)
+
+
+def predictions(framework: str, run, checkpoint: str, evaluation) -> np.ndarray:
+  """[N, P] argmax MLM predictions of one checkpoint of `run` on the evaluation set.
+
+  Args:
+    framework: 'teams_tf' (our pretrainer, as `loaders` restores it from the run's
+      params.yaml), 'model_garden' (`model_garden_mlm.restored_model`) or 'hugging_face'
+      (`hugging_face_mlm predict`, in a PyTorch process of its own).
+    run: the run's `time_to_accuracy.Settings`.
+    checkpoint: a checkpoint of `checkpoints`.
+    evaluation: the evaluation set's arrays.
+  """
+  if framework == 'hugging_face':
+    with tempfile.TemporaryDirectory() as scratch:
+      out = os.path.join(scratch, 'predicted.npz')
+      subprocess.run([sys.executable, '-m', 'teams_lab.hugging_face_mlm', 'predict',
+                      os.path.dirname(run.model_dir), checkpoint, out],
+                     check=True, env=child_processes.environment())
+      with np.load(out) as arrays:
+        return arrays['predicted_ids']
+  if framework == 'model_garden':
+    return _tf_predictions(model_garden_mlm.restored_model(run, checkpoint), evaluation)
+  params_path = os.path.join(run.model_dir, 'params.yaml')
+  model_config, build = run_settings.pretraining_model(
+      run_settings.RunSettings(run.model_dir).params['task']['model'], params_path)
+  return _tf_predictions(
+      loaders.restored_pretrainer(build, model_config, checkpoint, run.vocab_file,
+                                  run.seq_length), evaluation)
+
+
+def evaluate(framework: str, run, log=print) -> dict[int, dict]:
+  """Scores every checkpoint of `run` not yet scored; returns step -> {'mlm_accuracy'} of all.
+
+  Scores are kept in `<run_dir>/evaluations.json` as they come, so that an interrupted pass
+  resumes where it stopped.
+  """
+  path = os.path.join(os.path.dirname(run.model_dir), 'evaluations.json')
+  scores = {}
+  if os.path.exists(path):
+    with open(path) as f:
+      scores = {int(step): row for step, row in json.load(f).items()}
+  evaluation = time_to_accuracy_data.load_evaluation_set(run.evaluation_set)
+  found = checkpoints(framework, run.model_dir)
+  for step in sorted(set(found) - set(scores)):
+    predicted = predictions(framework, run, found[step][0], evaluation)
+    scores[step] = dict(mlm_accuracy=mlm_accuracy(predicted, evaluation))
+    log(f'{run.implementation}: step {step:,}: held-out MLM accuracy '
+        f'{scores[step]["mlm_accuracy"]:.2%}')
+    atomic_files.write_json(path, {str(step): row for step, row in sorted(scores.items())})
+  return scores
