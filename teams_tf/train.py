@@ -53,11 +53,13 @@ from teams_tf.tasks import init_checkpoint
 from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 from teams_tf.training import non_finite
+from teams_tf.training import precision
 from teams_tf.training import resume
 from teams_tf.training import run_summary
 from teams_tf.training import schedules
 from teams_tf.training import step_progress
 from teams_tf.utils import entry_points
+from teams_tf.utils import hardware
 from teams_tf.utils import log_filters
 
 FLAGS = flags.FLAGS
@@ -190,6 +192,22 @@ def _strategy(params):
           f'(runtime.distribution_strategy): {" ".join(str(e).split()).rstrip(".")}.{hint}')
 
 
+def _choose_precision(params):
+  """Trains in float32 where the experiment's bfloat16 would be slower (`training/precision`)."""
+  named = [FLAGS.params_override or '']
+  for path in FLAGS.config_file or []:
+    with tf.io.gfile.GFile(path) as f:
+      named.append(f.read())
+  dtype, why = precision.choose(
+      params.runtime.mixed_precision_dtype,
+      set_by_user=any('mixed_precision_dtype' in text for text in named),
+      has_accelerator=(params.runtime.distribution_strategy == 'tpu'
+                       or bool(tf.config.list_physical_devices('GPU'))),
+      cpu_flags=hardware.cpuinfo().get('flags', '').split())
+  params.runtime.mixed_precision_dtype = dtype
+  logging.info('Precision: %s.', why)
+
+
 def _training_shapes(params):
   """What sets the cost of a step: batch, sequence length, predictions, precision, steps."""
   data = params.task.train_data
@@ -243,6 +261,7 @@ def main(_):
   except ValueError as e:
     _fail(str(e))
   model_dir = FLAGS.model_dir
+  _choose_precision(params)
   if params.runtime.mixed_precision_dtype:
     performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
   if _SEED.value is not None:

@@ -1,0 +1,40 @@
+"""The precision a run trains in: its experiment's, unless this hardware makes that one slower.
+
+The paper-size experiments default to `mixed_bfloat16`, the papers' TPU setting. A CPU without
+native bfloat16 arithmetic (no AVX512_BF16, no AMX) emulates it, and there bfloat16 matmuls run
+below float32 ones (63-67 against 75-76 GFLOP/s on a 2-core AMD EPYC,
+benchmarks/pretrain_throughput_end_to_end.md), so a run there gets float32 unless the user set
+the precision. TPUs and GPUs keep bfloat16.
+"""
+
+from typing import Iterable, Optional
+
+# /proc/cpuinfo flags of CPUs with native bfloat16 arithmetic.
+NATIVE_BFLOAT16_FLAGS = ('avx512_bf16', 'amx_bf16')
+
+
+def choose(configured: Optional[str], set_by_user: bool, has_accelerator: bool,
+           cpu_flags: Iterable[str]) -> tuple[Optional[str], str]:
+  """The runtime precision to train in, and one line saying which and why.
+
+  Args:
+    configured: `runtime.mixed_precision_dtype` of the run's config (None: float32).
+    set_by_user: whether --params_override or --config_file named it; theirs is always kept.
+    has_accelerator: the run trains on TPUs or GPUs.
+    cpu_flags: the CPU's feature flags (`hardware.cpuinfo()['flags'].split()`).
+
+  Returns:
+    (`runtime.mixed_precision_dtype` to use, the log line).
+  """
+  if configured != 'bfloat16':
+    return configured, f'{configured or "float32"}, as configured'
+  if set_by_user:
+    return configured, 'bfloat16, as --params_override/--config_file set it'
+  if has_accelerator:
+    return configured, "bfloat16, the experiment's default on TPUs and GPUs"
+  native = sorted(set(NATIVE_BFLOAT16_FLAGS) & set(cpu_flags))
+  if native:
+    return configured, f'bfloat16, the experiment\'s default: this CPU has {", ".join(native)}'
+  return None, ("float32, not the experiment's bfloat16: this CPU has no native bfloat16 "
+                '(no AVX512_BF16 or AMX), where bfloat16 runs slower than float32; '
+                'set runtime.mixed_precision_dtype=bfloat16 to keep it')
