@@ -8,7 +8,7 @@ The PyTorch peer of the time-to-accuracy benchmark, run as its own process (no T
 Both read `<run_dir>/settings.json` (`time_to_accuracy.Settings`: the recipe's shape,
 optimisation and masking, the token arrays and the evaluation set). Hugging Face's defaults
 stand where the recipe names nothing (initialisation, torch's fused AdamW, logging); what it
-cannot match is in `UNMATCHED`.
+cannot match is listed with it in `time_to_accuracy.IMPLEMENTATIONS`.
 """
 
 import json
@@ -19,17 +19,6 @@ import numpy as np
 import torch
 import transformers
 from transformers import trainer_utils
-
-# What Hugging Face's BERT pretraining cannot set as the teams_tf recipe does.
-UNMATCHED = (
-    'post-LN blocks (BertForMaskedLM has no pre-LN option; the recipe is pre-LN)',
-    'absolute positions only (no T5 relative position bias; BertConfig\'s "relative_key" is '
-    'another scheme)',
-    'each token masked with probability mask_rate (DataCollatorForLanguageModeling), not '
-    'exactly round(n x rate) tokens capped at P',
-    'MLM logits over all T positions, not only the masked ones',
-    'the learning rate decays from the end of warmup, not from step 0',
-)
 
 
 def bert_config(encoder: dict) -> transformers.BertConfig:

@@ -61,7 +61,7 @@ IMPLEMENTATIONS = {
         unmatched=model_garden_mlm.UNMATCHED),
     'hugging_face': Implementation(
         'hugging_face', 'Hugging Face (`BertForMaskedLM`, `transformers.Trainer`, PyTorch)',
-        # Written out here because importing hugging_face_mlm would import torch.
+        # Here, not in hugging_face_mlm, whose import would load torch.
         unmatched=(
             'post-LN blocks (BertForMaskedLM has no pre-LN option; the recipe is pre-LN)',
             'absolute positions only (no T5 relative position bias; BertConfig\'s '
@@ -165,10 +165,11 @@ def settings(setup: Setup, name: str) -> Settings:
   data = params.task.train_data
   framework = IMPLEMENTATIONS[name].framework
   if framework == 'model_garden':
+    sequences = _sequences(setup.train_input)
     epochs = time_to_accuracy_data.epochs_needed(setup.train_steps, data.global_batch_size,
-                                                 _sequences(setup.train_input))
+                                                 sequences)
     train_input = time_to_accuracy_data.masked_epochs(
-        data, setup.train_input, setup.vocab_file, _sequences(setup.train_input), epochs,
+        data, setup.train_input, setup.vocab_file, sequences, epochs,
         os.path.join(setup.work_dir, f'masked_records_{setup.vocab_size}'))
   elif framework == 'hugging_face':
     train_input = time_to_accuracy_data.token_arrays(
