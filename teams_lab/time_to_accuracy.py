@@ -160,26 +160,17 @@ def run_dir(setup: Setup, name: str) -> str:
 
 
 def settings(setup: Setup, name: str) -> Settings:
-  """The run of implementation `name`, its input written if missing (a few minutes, once)."""
+  """The run of implementation `name`; `write_inputs` writes the files it names."""
   params = recipe(setup)
   data = params.task.train_data
   framework = IMPLEMENTATIONS[name].framework
   if framework == 'model_garden':
-    sequences = _sequences(setup.train_input)
-    epochs = time_to_accuracy_data.epochs_needed(setup.train_steps, data.global_batch_size,
-                                                 sequences)
-    train_input = time_to_accuracy_data.masked_epochs(
-        data, setup.train_input, setup.vocab_file, sequences, epochs,
-        os.path.join(setup.work_dir, f'masked_records_{setup.vocab_size}'))
+    train_input = time_to_accuracy_data.masked_epochs_pattern(_masked_records_dir(setup))
   elif framework == 'hugging_face':
-    train_input = time_to_accuracy_data.token_arrays(
-        setup.train_input, data.seq_length,
-        os.path.join(setup.work_dir, f'token_arrays_{setup.vocab_size}.npz'))
+    train_input = os.path.join(setup.work_dir, f'token_arrays_{setup.vocab_size}.npz')
   else:
     train_input = setup.train_input
-  evaluation_set = time_to_accuracy_data.evaluation_set(
-      params.task.validation_data, setup.validation_input, setup.vocab_file,
-      os.path.join(setup.work_dir, f'evaluation_set_{setup.vocab_size}.npz'))
+  evaluation_set = os.path.join(setup.work_dir, f'evaluation_set_{setup.vocab_size}.npz')
   optimization = params.trainer.optimizer_config
   adamw = optimization.optimizer.adamw
   return Settings(
@@ -199,6 +190,27 @@ def settings(setup: Setup, name: str) -> Settings:
       seq_length=data.seq_length, max_predictions=data.max_predictions_per_seq,
       mask_rate=data.mask_rate, mask_token_rate=data.mask_token_rate,
       random_token_rate=data.random_token_rate, seed=setup.seed)
+
+
+def _masked_records_dir(setup: Setup) -> str:
+  return os.path.join(setup.work_dir, f'masked_records_{setup.vocab_size}')
+
+
+def write_inputs(setup: Setup, run: Settings) -> None:
+  """Writes the training input and evaluation set `run` names, where missing (minutes, once)."""
+  params = recipe(setup)
+  data = params.task.train_data
+  framework = IMPLEMENTATIONS[run.implementation].framework
+  if framework == 'model_garden':
+    sequences = _sequences(setup.train_input)
+    time_to_accuracy_data.masked_epochs(
+        data, setup.train_input, setup.vocab_file, sequences,
+        time_to_accuracy_data.epochs_needed(run.train_steps, run.batch_size, sequences),
+        _masked_records_dir(setup))
+  elif framework == 'hugging_face':
+    time_to_accuracy_data.token_arrays(setup.train_input, run.seq_length, run.train_input)
+  time_to_accuracy_data.evaluation_set(params.task.validation_data, setup.validation_input,
+                                       setup.vocab_file, run.evaluation_set)
 
 
 def _sequences(records: str) -> int:
@@ -338,6 +350,7 @@ def run_implementation(setup: Setup, name: str, log=print) -> Optional[dict]:
                        '--out_dir to rerun.')
     log(f'{name}: done ({path}); skipping')
     return _read_json(path, None)
+  write_inputs(setup, run)
   if not train(setup, run, log):
     return None
   scores = time_to_accuracy_scores.evaluate(IMPLEMENTATIONS[name].framework, run, log)

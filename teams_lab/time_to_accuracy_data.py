@@ -98,7 +98,7 @@ def masked_epochs(train_data, input_path: str, vocab_file: str, num_sequences: i
     out_dir: gets `epoch-<e>-<shard>.tfrecord` and a `epoch-<e>.done` marker per epoch.
 
   Returns:
-    The glob of the records, in Model Garden's `input_path` form.
+    `masked_epochs_pattern(out_dir)`.
   """
   os.makedirs(out_dir, exist_ok=True)
   for epoch in range(epochs):
@@ -119,6 +119,11 @@ def masked_epochs(train_data, input_path: str, vocab_file: str, num_sequences: i
     for writer in writers:
       writer.close()
     atomic_files.write_json(done, dict(sequences=count, seed=epoch + 1))
+  return masked_epochs_pattern(out_dir)
+
+
+def masked_epochs_pattern(out_dir: str) -> str:
+  """The glob of `masked_epochs`' records in `out_dir`, in Model Garden's `input_path` form."""
   return os.path.join(out_dir, 'epoch-*.tfrecord')
 
 

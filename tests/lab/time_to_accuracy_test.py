@@ -101,8 +101,19 @@ class TimeToAccuracyTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "Unknown implementation 'jax'"):
       time_to_accuracy.run_implementation(setup, 'jax')
 
+  def test_a_finished_run_is_skipped_without_writing_its_inputs(self):
+    root = tempfile.mkdtemp()
+    setup = time_to_accuracy.Setup(**{**self.setup.__dict__, 'out_dir': root,
+                                      'work_dir': os.path.join(root, 'work')})
+    run = time_to_accuracy.settings(setup, 'model_garden')
+    with open(time_to_accuracy.result_file(root, 'model_garden'), 'w') as f:
+      json.dump(dict(settings=run.__dict__, curve=[]), f)
+    self.assertEqual(time_to_accuracy.run_implementation(setup, 'model_garden')['curve'], [])
+    self.assertFalse(os.path.exists(setup.work_dir))
+
   def test_evaluation_set_masks_15_percent_of_every_held_out_sequence(self):
     run = time_to_accuracy.settings(self.setup, 'teams_tf')
+    time_to_accuracy.write_inputs(self.setup, run)
     evaluation = time_to_accuracy_data.load_evaluation_set(run.evaluation_set)
     real = evaluation['input_mask'].sum(axis=1) - 2  # Without [CLS] and the last [SEP].
     masked = evaluation['masked_lm_weights'].sum(axis=1)
