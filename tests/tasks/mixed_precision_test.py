@@ -5,9 +5,9 @@ TPUs; `tools/benchmark_pretrain.py`), and it keeps only 8 mantissa bits: a loss,
 log-sum-exp computed in bfloat16 instead of float32 shows up as a NaN, an infinity or a loss that
 stops falling. Each `<objective>_demo` model (pre-LN, relative positions; 2 of its 4 layers,
 which hold every kind of layer, head and sampler: `testing_utils.two_layer_demo_experiment`) takes
-30 AdamW steps on a stream of real batches of the embedded sample corpus under `mixed_bfloat16`;
-every loss term must stay finite and the mean training loss of the last 5 steps must be below that
-of the first 5.
+15 AdamW steps on a stream of real batches of the embedded sample corpus under `mixed_bfloat16`;
+every loss term must stay finite and the mean training loss of the last 3 steps must be below that
+of the first 3.
 """
 
 from absl.testing import parameterized
@@ -20,7 +20,7 @@ from official.core import task_factory
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from tests import testing_utils
 
-_STEPS = 30
+_STEPS = 15
 
 
 class MixedPrecisionTest(tf.test.TestCase, parameterized.TestCase):
@@ -57,7 +57,7 @@ class MixedPrecisionTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIn('bfloat16', {layer.compute_dtype for layer in model.submodules
                                if isinstance(layer, tf_keras.layers.Layer)})
     self.assertEqual({tf.float32}, {v.dtype for v in model.trainable_variables})
-    self.assertLess(np.mean(losses[-5:]), np.mean(losses[:5]), losses)
+    self.assertLess(np.mean(losses[-3:]), np.mean(losses[:3]), losses)
 
 
 if __name__ == '__main__':
