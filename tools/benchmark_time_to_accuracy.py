@@ -9,7 +9,8 @@ BertForMaskedLM under transformers.Trainer) from the learning benchmark's record
 the other, then scores every kept checkpoint on the same held-out set and writes
 `benchmarks/time_to_accuracy/{<implementation>.json,time_to_accuracy.{md,json,png}}`. Each
 run takes about 90-110 minutes on a 2-core AMD EPYC (compute-bound at about 1.8 steps/s);
-rerunning skips finished ones and resumes an interrupted one from its checkpoints. Run it on an otherwise idle machine: its minutes are the result.
+rerunning skips finished ones and resumes an interrupted one from its checkpoints. Run it on an
+otherwise idle machine: its minutes are the result.
 """
 
 import os
