@@ -54,6 +54,28 @@ def corrective_lm_log_probs(lm_logits, copy_logits, input_ids):
       log_vocab, tf.cast(copy_logits, tf.float32)[..., None], is_input)
 
 
+def input_token_log_prob(lm_logits, copy_logits, input_ids):
+  """log p_LM(x^MLM_i|h_i) of Eq. (2): what the CLM head gives the token it was shown.
+
+  The one-pass sentence score of a kept COCO-LM encoder sums this over a clean sentence. It
+  gathers before mixing in the copy term, so it costs one logsumexp over V per position instead
+  of the [B, P, V] distribution of `corrective_lm_log_probs`.
+
+  Args:
+    lm_logits: [B, P, V] float scores x^T h_i (+ output bias).
+    copy_logits: [B, P] float w_copy^T h_i.
+    input_ids: [B, P] int x^MLM_i.
+
+  Returns:
+    [B, P] float32 log p_LM(x^MLM_i|h_i).
+  """
+  lm_logits = tf.cast(lm_logits, tf.float32)
+  log_vocab = (tf.gather(lm_logits, tf.cast(input_ids, tf.int32), batch_dims=2) -
+               tf.reduce_logsumexp(lm_logits, axis=-1))
+  return corrective_lm_log_prob(log_vocab, tf.cast(copy_logits, tf.float32),
+                                tf.ones_like(log_vocab, dtype=tf.bool))
+
+
 def corrective_lm_loss(lm_logits, copy_logits, original_ids, input_ids, weights,
                        copy_mechanism=True, stop_gradient=True):
   """L_LM of COCO-LM Eq. (2): -log p_LM(x^orig_i | h_i), averaged over the given positions.

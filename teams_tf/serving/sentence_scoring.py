@@ -114,9 +114,8 @@ def _coco_lm_methods(pretrainer):
   def corrective_lm(word_ids, input_mask, type_ids):
     sequence = main(_inputs(word_ids, input_mask, type_ids), training=False)['sequence_output']
     head = pretrainer.clm_head(sequence)
-    return clm.corrective_lm_log_probs(head['clm_logits'], head['copy_logits'], word_ids)
-  return {'clm': Method('clm', 'main Transformer (kept encoder) and CLM head',
-                        _in_place(corrective_lm))}
+    return clm.input_token_log_prob(head['clm_logits'], head['copy_logits'], word_ids)
+  return {'clm': Method('clm', 'main Transformer (kept encoder) and CLM head', corrective_lm)}
 
 
 def methods(pretrainer) -> dict[str, Method]:

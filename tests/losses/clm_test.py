@@ -75,6 +75,16 @@ class CorrectiveLmLossTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllClose(np.log(expected), got, atol=1e-5)
     self.assertAllClose(np.ones(inputs.shape), np.exp(got).sum(-1), atol=1e-5)
 
+  def test_input_token_probability_matches_numpy(self):
+    lm_logits, copy_logits, _, inputs, _ = _inputs(4)
+    shifted = lm_logits - lm_logits.max(-1, keepdims=True)
+    softmax = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
+    p_copy = 1.0 / (1.0 + np.exp(-copy_logits))
+    b, p = np.indices(inputs.shape)
+    expected = p_copy + (1.0 - p_copy) * softmax[b, p, inputs]
+    self.assertAllClose(np.log(expected),
+                        clm.input_token_log_prob(lm_logits, copy_logits, inputs), atol=1e-5)
+
   def test_all_weights_zero_gives_zero(self):
     lm_logits, copy_logits, original, inputs, _ = _inputs()
     self.assertEqual(0.0, float(clm.corrective_lm_loss(
