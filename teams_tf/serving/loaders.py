@@ -6,7 +6,7 @@ encoder, and every weight the model needs is found in the checkpoint.
 """
 
 import os
-from typing import Optional
+from typing import Optional, Sequence
 
 import tensorflow as tf
 
@@ -133,25 +133,29 @@ def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
   return pll_scoring.PllScorer(pretrainer, params)
 
 
-def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[str] = None,
-                         random_init: bool = False, batch_size: int = 256,
-                         jit_compile: bool = False):
-  """A `sentence_scoring.SentenceScorer` of a pretraining run, with its text settings.
+def load_sentence_scorers(model_dir: str, methods: Optional[Sequence[str]] = None,
+                          checkpoint_path: Optional[str] = None, random_init: bool = False,
+                          batch_size: int = 256, jit_compile: bool = False,
+                          seq_length: Optional[int] = None):
+  """`sentence_scoring.SentenceScorer`s of one restored pretraining run, with its text settings.
 
   Args:
     model_dir: the pretraining model_dir (params.yaml and checkpoints).
-    method: one of `sentence_scoring.METHODS` the run's pretrainer supports.
+    methods: some of `sentence_scoring.METHODS` the run's pretrainer supports; default every one
+      it supports.
     checkpoint_path: a checkpoint; default the latest in `model_dir`.
     random_init: score with fresh weights of the run's shape instead of its checkpoint.
     batch_size: rows per forward pass.
     jit_compile: compile the forward passes with XLA.
+    seq_length: T the texts are packed to; default the run's `task.train_data.seq_length`.
 
   Returns:
-    (scorer, vocab, lower_case, seq_length).
+    ({method: scorer}, vocab, lower_case, seq_length), the methods in the order asked (default:
+    sorted).
 
   Raises:
-    ValueError: not a pretraining run, a method its pretrainer lacks, or a checkpoint that does
-      not match.
+    ValueError: not a pretraining run, a method its pretrainer lacks, a T the encoder cannot
+      take, or a checkpoint that does not match.
   """
   settings = run_settings.RunSettings(model_dir)
   params_path = os.path.join(model_dir, 'params.yaml')
@@ -159,7 +163,7 @@ def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[
       settings.params.get('task', {}).get('model') or {}, params_path)
   vocab_file = settings.get('vocab_file', None, 'task.train_data.vocab_file')
   lower_case = settings.get('lower_case', None, 'task.train_data.lower_case')
-  seq_length = settings.get('seq_length', None, 'task.train_data.seq_length')
+  seq_length = settings.get('seq_length', seq_length, 'task.train_data.seq_length')
   if random_init:
     vocab = check_fits_encoder(encoders.EncoderConfig(type='bert_v2', bert_v2=model_config.encoder),
                                vocab_file, seq_length)
@@ -170,8 +174,24 @@ def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[
                                      seq_length)
     vocab = tokenization.load_vocabulary(vocab_file)
   supported = sentence_scoring.methods(pretrainer)
-  if method not in supported:
-    raise ValueError(f'{type(pretrainer).__name__} of {model_dir} has no method {method!r}; '
-                     f'use one of {", ".join(sorted(supported))}.')
-  return (sentence_scoring.SentenceScorer(supported[method], vocab, batch_size, jit_compile),
-          vocab, lower_case, seq_length)
+  unknown = [m for m in methods or () if m not in supported]
+  if unknown:
+    raise ValueError(f'{type(pretrainer).__name__} of {model_dir} has no method '
+                     f'{", ".join(map(repr, unknown))}; use some of '
+                     f'{", ".join(sorted(supported))}.')
+  scorers = {m: sentence_scoring.SentenceScorer(supported[m], vocab, batch_size, jit_compile)
+             for m in methods or sorted(supported)}
+  return scorers, vocab, lower_case, seq_length
+
+
+def load_sentence_scorer(model_dir: str, method: str, checkpoint_path: Optional[str] = None,
+                         random_init: bool = False, batch_size: int = 256,
+                         jit_compile: bool = False):
+  """The `SentenceScorer` of one method: `load_sentence_scorers` for `[method]`.
+
+  Returns:
+    (scorer, vocab, lower_case, seq_length).
+  """
+  scorers, vocab, lower_case, seq_length = load_sentence_scorers(
+      model_dir, [method], checkpoint_path, random_init, batch_size, jit_compile)
+  return scorers[method], vocab, lower_case, seq_length

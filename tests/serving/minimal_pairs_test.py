@@ -147,7 +147,7 @@ class RunScorerTest(tf.test.TestCase):
     self.assertAllEqual(scores[0], scores[1])
 
   def test_a_method_the_run_lacks_is_one_clear_error(self):
-    with self.assertRaisesRegex(ValueError, r"has no method 'self_critic'; use one of "
+    with self.assertRaisesRegex(ValueError, r"has no method 'self_critic'; use some of "
                                 r'masked_lm, masked_lm_word_l2r, mws, rtd'):
       loaders.load_sentence_scorer(self.run_dir, 'self_critic')
 

@@ -1,5 +1,5 @@
 """SCRIPT pseudo-log-likelihoods: against straightforward references, through the SavedModel and
-through tools/score.py, on a briefly trained demo model."""
+through tools/score.py, on a briefly trained demo model; tools/score.py on another objective."""
 
 import os
 import re
@@ -20,6 +20,7 @@ from teams_tf.data import masking
 from teams_tf.registry import experiments
 from teams_tf.serving import export_savedmodel
 from teams_tf.serving import loaders
+from teams_tf.serving import minimal_pairs
 from teams_tf.serving import pll_scoring
 from tests import testing_utils
 from tests.serving import export_testing_utils as utils
@@ -171,12 +172,12 @@ class PllScoringTest(tf.test.TestCase):
   def test_score_tool_reads_stdin_and_writes_one_line_per_sentence(self):
     result = subprocess.run(
         [sys.executable, os.path.join(_ROOT, 'tools', 'score.py'), f'--model_dir={self.model_dir}',
-         '--mode=self_critic'],
+         '--methods=self_critic'],
         input='the city is on the river.\nriver the on is city the.\n', capture_output=True,
         text=True, timeout=300, check=False, cwd=_ROOT)
     self.assertEqual(0, result.returncode, result.stderr[-3000:])
     header, *rows = result.stdout.strip().splitlines()
-    self.assertEqual('self_critic_pll\tnum_tokens\ttext', header)
+    self.assertEqual('self_critic\tnum_tokens\ttext', header)
     self.assertLen(rows, 2)
     values = [float(row.split('\t')[0]) for row in rows]
     self.assertEqual('the city is on the river.', rows[0].split('\t')[2])
@@ -200,17 +201,34 @@ class PllScoringTest(tf.test.TestCase):
     for key in ('pll', 'masked_lm_pll'):
       self.assertAllClose(expected[key], got[key], rtol=1e-5, msg=key)
 
-  def test_score_tool_refuses_a_run_of_another_objective(self):
+  def test_score_tool_scores_a_run_of_any_objective_with_every_method_it_has(self):
     teams_dir = os.path.join(self.work_dir, 'teams')
     utils.write_pretraining_run(teams_dir, utils.VOCAB.path, seq_length=_SEQ_LENGTH)
+    texts = ['the city is on the river.', '']
     result = subprocess.run(
         [sys.executable, os.path.join(_ROOT, 'tools', 'score.py'), f'--model_dir={teams_dir}'],
-        input='x\n', capture_output=True, text=True, timeout=300, check=False, cwd=_ROOT)
-    self.assertNotEqual(0, result.returncode)
-    last_line = result.stderr.strip().splitlines()[-1]
-    self.assertStartsWith(last_line, 'error: ')
-    self.assertIn('ScriptConfig', last_line)
+        input=''.join(f'{text}\n' for text in texts), capture_output=True, text=True,
+        timeout=300, check=False, cwd=_ROOT)
+    self.assertEqual(0, result.returncode, result.stderr[-3000:])
+    header, *rows = [line.split('\t') for line in result.stdout.rstrip('\n').split('\n')]
+    methods = ['masked_lm', 'masked_lm_word_l2r', 'mws', 'rtd']
+    self.assertEqual(methods + ['num_tokens', 'text'], header)
+    self.assertEqual(texts, [row[-1] for row in rows])
+    scorers, vocab, lower_case, seq_length = loaders.load_sentence_scorers(teams_dir)
+    for column, method in enumerate(methods):
+      expected = minimal_pairs.text_scorer(scorers[method], vocab, lower_case, seq_length)(texts)
+      self.assertAllClose(expected, [float(row[column]) for row in rows], atol=1e-3, msg=method)
+    self.assertEqual(['7', '0'], [row[len(methods)] for row in rows])  # Tokens summed over.
 
+    wrong = subprocess.run(
+        [sys.executable, os.path.join(_ROOT, 'tools', 'score.py'), f'--model_dir={teams_dir}',
+         '--methods=self_critic,rtd'],
+        input='x\n', capture_output=True, text=True, timeout=300, check=False, cwd=_ROOT)
+    self.assertNotEqual(0, wrong.returncode)
+    last_line = wrong.stderr.strip().splitlines()[-1]
+    self.assertStartsWith(last_line, 'error: ')
+    self.assertIn("has no method 'self_critic'; use some of masked_lm, masked_lm_word_l2r, mws, "
+                  'rtd', last_line)
 
 if __name__ == '__main__':
   tf.test.main()
