@@ -90,6 +90,10 @@ def summary(results: dict[str, dict]) -> dict:
         final_accuracy=curve[-1]['mlm_accuracy'] if curve else None,
         final_step=curve[-1]['step'] if curve else None,
         final_minutes=timed[-1]['minutes'] if timed else None,
+        # Sustained analytic throughput, start-up included: beside the machine's matmul peak,
+        # how much faster any implementation of the same FLOPs could be.
+        gflops_per_second=(timed[-1]['flops'] / (60 * timed[-1]['minutes']) / 1e9
+                           if timed and timed[-1]['minutes'] > 0 else None),
         minutes={str(t): minutes_to(curve, t) for t in THRESHOLDS})
   ours = rows.get(OURS)
   headline = {}
@@ -142,17 +146,18 @@ def markdown(results: dict[str, dict], preamble: str) -> str:
   lines += ['## Minutes to held-out MLM accuracy', '',
             '| implementation | ' + ' | '.join(f'minutes to {t:.0%}' for t in THRESHOLDS) +
             ' | ' + ' | '.join(f'ratio to teams_tf at {t:.0%}' for t in THRESHOLDS) +
-            ' | final accuracy | steps | minutes |',
-            '|---' * (4 + 2 * len(THRESHOLDS)) + '|']
+            ' | final accuracy | steps | minutes | analytic GFLOP/s |',
+            '|---' * (5 + 2 * len(THRESHOLDS)) + '|']
   for name, row in numbers['rows'].items():
     lines.append(
         f'| {results[name]["description"]} | ' +
         ' | '.join(_minutes(row['minutes'][str(t)]) for t in THRESHOLDS) + ' | ' +
         ' | '.join(_ratio(row['ratio'].get(str(t))) for t in THRESHOLDS) +
         f' | {row["final_accuracy"]:.2%} | {row["final_step"]:,} | '
-        f'{_minutes(row["final_minutes"])} |')
+        f'{_minutes(row["final_minutes"])} | {_minutes(row["gflops_per_second"])} |')
   lines += ['', 'A ratio above 1: teams_tf got there sooner; ">": the peer never got there, '
-            'and its ratio is at least its whole run over teams_tf\'s minutes.', '',
+            'and its ratio is at least its whole run over teams_tf\'s minutes. Analytic GFLOP/s: '
+            'the recipe\'s training FLOPs at the last checkpoint over its minutes.', '',
             '## What each implementation could not match', '']
   for name, result in results.items():
     unmatched = result['unmatched'] or ['nothing: the recipe as teams_tf runs it']

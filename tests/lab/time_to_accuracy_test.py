@@ -36,8 +36,8 @@ def _records(root):
 
 
 def _curve(*points):
-  return [dict(step=500 * (i + 1), minutes=minutes, mlm_accuracy=accuracy, flops=1.0)
-          for i, (minutes, accuracy) in enumerate(points)]
+  return [dict(step=500 * (i + 1), minutes=minutes, mlm_accuracy=accuracy,
+               flops=3.6e10 * 500 * (i + 1)) for i, (minutes, accuracy) in enumerate(points)]
 
 
 def _result(name, *points):
@@ -185,8 +185,9 @@ class TimeToAccuracyTest(tf.test.TestCase):
     time_to_accuracy_report.write_report(out_dir, '# title')
     with open(os.path.join(out_dir, 'time_to_accuracy.md')) as f:
       text = f.read()
-    self.assertIn('| hugging_face | not reached | not reached | >3.00 | — | 30.00% | 500 | 30.0 |',
-                  text)
+    # 1.8e13 FLOPs in 30 minutes: 10 GFLOP/s.
+    self.assertIn('| hugging_face | not reached | not reached | >3.00 | — | 30.00% | 500 | 30.0 | '
+                  '10.0 |', text)
     self.assertTrue(os.path.exists(os.path.join(out_dir, 'time_to_accuracy.png')))
 
 
