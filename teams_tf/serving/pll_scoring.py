@@ -16,8 +16,6 @@ from official.core import export_base
 from teams_tf.data import tokenization
 from teams_tf.losses import self_critic
 
-MODES = ('self_critic', 'masked_lm')
-
 
 def self_critic_pll(pretrainer, inputs, weights):
   """SCRIPT Eq. (7) for a batch, in one forward pass.
@@ -86,11 +84,6 @@ class PllScorer(export_base.ExportModule):
     super().__init__(params, pretrainer)
     self._vocab = tokenization.load_vocabulary(params.vocab_file)
     self._tokenizer = tokenization.build_tokenizer(self._vocab, params.lower_case)
-
-  @property
-  def mask_id(self):
-    """Id of [MASK] in the model's vocabulary."""
-    return self._vocab.mask_id
 
   def pack(self, text):
     """[B] strings -> (dict of [B, T] int32 encoder inputs, [B, T] float32 counted tokens)."""
