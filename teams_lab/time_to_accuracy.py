@@ -8,8 +8,10 @@ scored on one held-out evaluation set (`time_to_accuracy_data`: wiki_49 masked o
 placed at the minutes its checkpoint was written, counted from the command's launch: start-up,
 tracing and checkpoint writing count, as a user waits for them; nothing else runs meanwhile.
 A launch that resumes an interrupted run adds its time to that of the checkpoint it resumed
-from. A run is one unit: `<out_dir>/<implementation>.json` is written when it is scored, and
-rerunning skips it, so the table fills in across sessions.
+from. A run is one unit: `<out_dir>/<machine>/<implementation>.json` is written when it is
+scored, and rerunning on that machine skips it, so the table fills in across sessions. Runs,
+results and ratios are kept per machine (`hardware.description`, whose CPU signature tells
+apart generations that share a model name): minutes taken on two CPUs are not compared.
 """
 
 import dataclasses
@@ -90,6 +92,8 @@ class Setup:
     checkpoint_interval: steps between the checkpoints that are scored.
     seed: the runs' seed (weights, sampling, data order) where the implementation takes one.
     batch_size: the recipe's when None (tests set a smaller one).
+    machine: the machine the runs train on (`hardware.description()`), which keys their run
+      directories and result files.
   """
   train_input: str
   validation_input: str
@@ -101,6 +105,7 @@ class Setup:
   checkpoint_interval: int = 500
   seed: int = 1
   batch_size: Optional[int] = None
+  machine: str = dataclasses.field(default_factory=hardware.description)
 
 
 @dataclasses.dataclass
@@ -155,8 +160,12 @@ def seq_length() -> int:
 
 
 def run_dir(setup: Setup, name: str) -> str:
-  """`<work_dir>/time_to_accuracy/<name>_seed<seed>`: settings, launches, log, model/."""
-  return os.path.join(setup.work_dir, 'time_to_accuracy', f'{name}_seed{setup.seed}')
+  """`<work_dir>/time_to_accuracy/<machine>/<name>_seed<seed>`: settings, launches, log, model/.
+
+  Per machine: a run resumed on another CPU would mix the two's minutes.
+  """
+  return os.path.join(setup.work_dir, 'time_to_accuracy', hardware.machine_key(setup.machine),
+                      f'{name}_seed{setup.seed}')
 
 
 def settings(setup: Setup, name: str) -> Settings:
@@ -319,8 +328,9 @@ def train(setup: Setup, run: Settings, log=print) -> bool:
   return not status and max(_checkpoints(run), default=0) >= run.train_steps
 
 
-def result_file(out_dir: str, name: str) -> str:
-  return os.path.join(out_dir, f'{name}.json')
+def result_file(out_dir: str, name: str, machine: str) -> str:
+  """`<out_dir>/<machine key>/<name>.json`: the result of implementation `name` on `machine`."""
+  return os.path.join(out_dir, hardware.machine_key(machine), f'{name}.json')
 
 
 def _comparable(run: dict) -> dict:
@@ -341,7 +351,7 @@ def run_implementation(setup: Setup, name: str, log=print) -> Optional[dict]:
   """
   if name not in IMPLEMENTATIONS:
     raise ValueError(f'Unknown implementation {name!r}; use some of {", ".join(IMPLEMENTATIONS)}.')
-  path = result_file(setup.out_dir, name)
+  path = result_file(setup.out_dir, name, setup.machine)
   run = settings(setup, name)
   if os.path.exists(path):
     written = _read_json(path, {}).get('settings', {})
@@ -363,11 +373,11 @@ def run_implementation(setup: Setup, name: str, log=print) -> Optional[dict]:
   result = dict(
       implementation=name, description=implementation.description,
       unmatched=list(implementation.unmatched), commands=[launch['command'] for launch in launches],
-      settings=dataclasses.asdict(run), machine=hardware.description(),
+      settings=dataclasses.asdict(run), machine=setup.machine,
       flops_per_step=flops_per_step,
       curve=[dict(step=step, seconds=seconds.get(step), flops=step * flops_per_step,
                   minutes=None if seconds.get(step) is None else seconds[step] / 60,
                   **scores[step]) for step in sorted(scores)])
-  os.makedirs(setup.out_dir, exist_ok=True)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
   atomic_files.write_json(path, result)
   return result

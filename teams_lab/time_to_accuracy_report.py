@@ -1,13 +1,15 @@
 """The time-to-accuracy report: its result files as `time_to_accuracy.{md,json,png}`.
 
-For each implementation: the minutes to reach each threshold of held-out MLM accuracy (the first
-crossing, interpolated linearly between the two evaluations around it) and their ratio to
-teams_tf's; the headline is the fastest peer against teams_tf. Then what each peer could not
-match, each run's curve, and one plot of accuracy against minutes with every implementation.
+Per machine (the result files' subdirectories): for each implementation, the minutes to reach
+each threshold of held-out MLM accuracy (the first crossing, interpolated linearly between the two
+evaluations around it) and their ratio to teams_tf's on that machine; the headline is the fastest
+peer against teams_tf. Then what each peer could not match, each run's curve, and one plot of
+accuracy against minutes with every run.
 """
 
 import json
 import os
+import re
 from typing import Optional
 
 from teams_lab import time_to_accuracy
@@ -64,15 +66,23 @@ def minutes_to(curve: list[dict], threshold: float) -> Optional[float]:
   return None
 
 
-def load_results(out_dir: str) -> dict[str, dict]:
-  """Implementation -> result, for every result file in `out_dir`, in `IMPLEMENTATIONS` order."""
-  results = {}
-  for name in time_to_accuracy.IMPLEMENTATIONS:
-    path = time_to_accuracy.result_file(out_dir, name)
-    if os.path.exists(path):
-      with open(path) as f:
-        results[name] = json.load(f)
-  return results
+def load_results(out_dir: str) -> dict[str, dict[str, dict]]:
+  """Machine -> implementation -> result, from `<out_dir>/<machine key>/<implementation>.json`.
+
+  Machines in the order of their keys, implementations in `IMPLEMENTATIONS` order.
+  """
+  machines = {}
+  keys = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []
+  for key in keys:
+    results = {}
+    for name in time_to_accuracy.IMPLEMENTATIONS:
+      path = os.path.join(out_dir, key, f'{name}.json')
+      if os.path.exists(path):
+        with open(path) as f:
+          results[name] = json.load(f)
+    if results:
+      machines[next(iter(results.values()))['machine']] = results
+  return machines
 
 
 def summary(results: dict[str, dict]) -> dict:
@@ -130,21 +140,30 @@ def _ratio(ratio) -> str:
   return f'{">" if ratio["lower_bound"] else ""}{ratio["value"]:.2f}'
 
 
-def markdown(results: dict[str, dict], preamble: str) -> str:
-  """The report: headline, the table of minutes and ratios, what was not matched, the curves."""
+def _signature_note(machine: str) -> list[str]:
+  """A caveat for a machine name without the CPU signature `hardware.description` now adds."""
+  if re.search(r'\(family ', machine):
+    return []
+  return ['This machine name predates the CPU signature (family, model, vector extensions): '
+          'its runs may have trained on different CPU generations of that name, and their '
+          'ratios may hold a CPU difference.', '']
+
+
+def _machine_section(machine: str, results: dict[str, dict]) -> list[str]:
+  """One machine's headline and its table of minutes and ratios."""
   numbers = summary(results)
-  lines = [preamble, '']
+  lines = [f'## On {machine}', ''] + _signature_note(machine)
   if numbers['headline']:
-    lines += ['## Headline', '',
-              f'Goal: teams_tf at least {GOAL}x faster than the fastest peer to the same held-out '
-              'accuracy.', '', '| threshold | fastest peer | peer minutes / teams_tf minutes | '
-              'goal met |', '|---|---|---|---|']
+    lines += [f'Goal: teams_tf at least {GOAL}x faster than the fastest peer to the same '
+              'held-out accuracy.', '', '| threshold | fastest peer | peer minutes / teams_tf '
+              'minutes | goal met |', '|---|---|---|---|']
     for key, head in numbers['headline'].items():
       lines.append(f'| {float(key):.0%} | {head["fastest_peer"]} | {_ratio(head)} | '
                    f'{"yes" if head["met"] else "**no**"} |')
     lines.append('')
-  lines += ['## Minutes to held-out MLM accuracy', '',
-            '| implementation | ' + ' | '.join(f'minutes to {t:.0%}' for t in THRESHOLDS) +
+  elif OURS not in results:
+    lines += [f'No ratios: {OURS} has not run on this machine (`--implementations={OURS}`).', '']
+  lines += ['| implementation | ' + ' | '.join(f'minutes to {t:.0%}' for t in THRESHOLDS) +
             ' | ' + ' | '.join(f'ratio to teams_tf at {t:.0%}' for t in THRESHOLDS) +
             ' | final accuracy | steps | minutes | analytic GFLOP/s |',
             '|---' * (5 + 2 * len(THRESHOLDS)) + '|']
@@ -155,52 +174,69 @@ def markdown(results: dict[str, dict], preamble: str) -> str:
         ' | '.join(_ratio(row['ratio'].get(str(t))) for t in THRESHOLDS) +
         f' | {row["final_accuracy"]:.2%} | {row["final_step"]:,} | '
         f'{_minutes(row["final_minutes"])} | {_minutes(row["gflops_per_second"])} |')
-  lines += ['', 'A ratio above 1: teams_tf got there sooner; ">": the peer never got there, '
+  return lines + ['']
+
+
+def markdown(machines: dict[str, dict[str, dict]], preamble: str) -> str:
+  """The report: per machine its headline and table; what was not matched; every run's curve."""
+  lines = [preamble, '', 'Runs, minutes and ratios are per machine: minutes taken on different '
+           'CPUs are not compared.', '']
+  for machine, results in machines.items():
+    lines += _machine_section(machine, results)
+  lines += ['A ratio above 1: teams_tf got there sooner; ">": the peer never got there, '
             'and its ratio is at least its whole run over teams_tf\'s minutes. Analytic GFLOP/s: '
             'the recipe\'s training FLOPs at the last checkpoint over its minutes.', '',
             '## What each implementation could not match', '']
-  for name, result in results.items():
+  described = {}
+  for results in machines.values():
+    described.update(results)
+  for name, result in described.items():
     unmatched = result['unmatched'] or ['nothing: the recipe as teams_tf runs it']
     lines.append(f'- **{result["description"]}**: ' + '; '.join(unmatched) + '.')
-  for name, result in results.items():
-    lines += ['', f'## {result["description"]}', '',
-              f'Trained on {result["machine"]}; `{" ".join(result["commands"][-1])}`'
-              if result['commands'] else f'Trained on {result["machine"]}.', '',
-              '| step | minutes | PFLOPs | held-out MLM accuracy |', '|---|---|---|---|']
-    for row in result['curve']:
-      lines.append(f'| {row["step"]:,} | {_minutes(row.get("minutes"))} | '
-                   f'{row["flops"] / 1e15:.3f} | {row["mlm_accuracy"]:.2%} |')
+  for machine, results in machines.items():
+    for name, result in results.items():
+      lines += ['', f'## {result["description"]}, on {machine}', '',
+                f'`{" ".join(result["commands"][-1])}`' if result['commands']
+                else 'Command not recorded.', '',
+                '| step | minutes | PFLOPs | held-out MLM accuracy |', '|---|---|---|---|']
+      for row in result['curve']:
+        lines.append(f'| {row["step"]:,} | {_minutes(row.get("minutes"))} | '
+                     f'{row["flops"] / 1e15:.3f} | {row["mlm_accuracy"]:.2%} |')
   return '\n'.join(lines) + '\n'
 
 
-def plot(results: dict[str, dict], path: str) -> None:
-  """Held-out MLM accuracy against minutes, every implementation on one figure."""
+def plot(machines: dict[str, dict[str, dict]], path: str) -> None:
+  """Held-out MLM accuracy against minutes, every run on one figure (a line style per machine)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
   figure, axis = pyplot.subplots(figsize=(6.4, 4.2))
-  for name, result in results.items():
-    rows = [row for row in result['curve'] if row.get('minutes') is not None]
-    axis.plot([row['minutes'] for row in rows], [row['mlm_accuracy'] for row in rows],
-              marker='.', label=name)
+  styles = ('-', '--', ':', '-.')
+  for index, (machine, results) in enumerate(machines.items()):
+    for name, result in results.items():
+      rows = [row for row in result['curve'] if row.get('minutes') is not None]
+      label = name if len(machines) == 1 else f'{name}, {machine}'
+      axis.plot([row['minutes'] for row in rows], [row['mlm_accuracy'] for row in rows],
+                marker='.', linestyle=styles[index % len(styles)], label=label)
   for threshold in THRESHOLDS:
     axis.axhline(threshold, color='gray', linestyle=':', linewidth=1)
   axis.set_xlabel('minutes from launch')
   axis.set_ylabel('held-out MLM accuracy (15% masked)')
   axis.grid(alpha=0.3)
-  axis.legend(fontsize=8)
+  axis.legend(fontsize=7)
   figure.tight_layout()
   figure.savefig(path, dpi=100)
   pyplot.close(figure)
 
 
-def write_report(out_dir: str, preamble: str) -> dict:
-  """Writes time_to_accuracy.{md,json,png} into `out_dir` from the result files there."""
-  results = load_results(out_dir)
+def write_report(out_dir: str, preamble: str) -> dict[str, dict[str, dict]]:
+  """Writes time_to_accuracy.{md,json,png} into `out_dir` from the result files under it."""
+  machines = load_results(out_dir)
   atomic_files.write_text(os.path.join(out_dir, 'time_to_accuracy.md'),
-                          markdown(results, preamble))
-  atomic_files.write_json(os.path.join(out_dir, 'time_to_accuracy.json'),
-                          dict(summary(results), results=results))
-  if results:
-    plot(results, os.path.join(out_dir, 'time_to_accuracy.png'))
-  return results
+                          markdown(machines, preamble))
+  atomic_files.write_json(os.path.join(out_dir, 'time_to_accuracy.json'), dict(
+      goal=GOAL, machines={machine: dict(summary(results), results=results)
+                           for machine, results in machines.items()}))
+  if machines:
+    plot(machines, os.path.join(out_dir, 'time_to_accuracy.png'))
+  return machines

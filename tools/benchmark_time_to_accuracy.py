@@ -7,10 +7,12 @@ Pretrains the BERT-mini recipe with each implementation (`teams_lab/time_to_accu
 teams_tf, teams_tf with absolute positions, Model Garden's bert/pretraining, Hugging Face's
 BertForMaskedLM under transformers.Trainer) from the learning benchmark's records, one after
 the other, then scores every kept checkpoint on the same held-out set and writes
-`benchmarks/time_to_accuracy/{<implementation>.json,time_to_accuracy.{md,json,png}}`. Each
-run takes about 90-110 minutes on a 2-core AMD EPYC (compute-bound at about 1.8 steps/s);
-rerunning skips finished ones and resumes an interrupted one from its checkpoints. Run it on an
-otherwise idle machine: its minutes are the result.
+`benchmarks/time_to_accuracy/<machine>/<implementation>.json` and the report
+`benchmarks/time_to_accuracy/time_to_accuracy.{md,json,png}`. Each run takes about 90-110
+minutes on a 2-core AMD EPYC (compute-bound at about 1.8 steps/s); rerunning on the same machine
+skips finished ones and resumes an interrupted one from its checkpoints. Ratios compare runs of
+one machine only (its CPU signature, `teams_tf.utils.hardware`): on a new CPU, run teams_tf there
+too. Run it on an otherwise idle machine: its minutes are the result.
 """
 
 import os
@@ -65,6 +67,12 @@ def main(argv):
       vocab_size=tokenization.load_vocabulary(vocab).size, work_dir=work_dir,
       out_dir=_OUT_DIR.value, train_steps=_TRAIN_STEPS.value,
       checkpoint_interval=_INTERVAL.value, seed=_SEED.value)
+  done = [name for name in time_to_accuracy.IMPLEMENTATIONS if os.path.exists(
+      time_to_accuracy.result_file(setup.out_dir, name, setup.machine))]
+  print(f'machine: {setup.machine}; results on it: {", ".join(done) or "none"}', flush=True)
+  if time_to_accuracy_report.OURS not in done + _IMPLEMENTATIONS.value:
+    print(f'note: no {time_to_accuracy_report.OURS} run on this machine yet, so the peers run now '
+          'get no ratio; add it to --implementations.', flush=True)
   preamble = time_to_accuracy_report.preamble(setup, command_lines.tool_command(
       __file__, (_CORPUS, _TRAIN_STEPS, _INTERVAL, _SEED, _WORK_DIR, _OUT_DIR)))
   for name in _IMPLEMENTATIONS.value:

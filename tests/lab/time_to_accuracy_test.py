@@ -40,8 +40,12 @@ def _curve(*points):
                flops=3.6e10 * 500 * (i + 1)) for i, (minutes, accuracy) in enumerate(points)]
 
 
-def _result(name, *points):
-  return dict(description=name, unmatched=[], commands=[], machine='m', curve=_curve(*points))
+_MACHINE = 'AMD EPYC (family 25 model 17; AVX-512, AVX512_BF16), 2 cores'
+
+
+def _result(name, *points, machine=_MACHINE):
+  return dict(description=name, unmatched=[], commands=[], machine=machine,
+              curve=_curve(*points))
 
 
 class TimeToAccuracyTest(tf.test.TestCase):
@@ -55,7 +59,7 @@ class TimeToAccuracyTest(tf.test.TestCase):
         train_input=train, validation_input=valid, vocab_file=vocab,
         vocab_size=tokenization.load_vocabulary(vocab).size,
         work_dir=os.path.join(cls.root, 'work'), out_dir=os.path.join(cls.root, 'out'),
-        train_steps=2, checkpoint_interval=1, batch_size=4)
+        train_steps=2, checkpoint_interval=1, batch_size=4, machine=_MACHINE)
 
   @classmethod
   def tearDownClass(cls):
@@ -94,7 +98,9 @@ class TimeToAccuracyTest(tf.test.TestCase):
     out_dir = tempfile.mkdtemp()
     setup = time_to_accuracy.Setup(**{**self.setup.__dict__, 'out_dir': out_dir})
     run = time_to_accuracy.settings(setup, 'teams_tf')
-    with open(time_to_accuracy.result_file(out_dir, 'teams_tf'), 'w') as f:
+    path = time_to_accuracy.result_file(out_dir, 'teams_tf', _MACHINE)
+    os.makedirs(os.path.dirname(path))
+    with open(path, 'w') as f:
       json.dump(dict(settings={**run.__dict__, 'train_steps': 99}), f)
     with self.assertRaisesRegex(ValueError, 'other settings'):
       time_to_accuracy.run_implementation(setup, 'teams_tf')
@@ -106,10 +112,19 @@ class TimeToAccuracyTest(tf.test.TestCase):
     setup = time_to_accuracy.Setup(**{**self.setup.__dict__, 'out_dir': root,
                                       'work_dir': os.path.join(root, 'work')})
     run = time_to_accuracy.settings(setup, 'model_garden')
-    with open(time_to_accuracy.result_file(root, 'model_garden'), 'w') as f:
+    path = time_to_accuracy.result_file(root, 'model_garden', _MACHINE)
+    os.makedirs(os.path.dirname(path))
+    with open(path, 'w') as f:
       json.dump(dict(settings=run.__dict__, curve=[]), f)
     self.assertEqual(time_to_accuracy.run_implementation(setup, 'model_garden')['curve'], [])
     self.assertFalse(os.path.exists(setup.work_dir))
+    # On another CPU the run is not done: minutes taken there are another result.
+    other = time_to_accuracy.Setup(**{**setup.__dict__, 'machine': 'AMD EPYC (family 25 model 1; '
+                                      'no AVX-512), 2 cores'})
+    self.assertNotEqual(time_to_accuracy.run_dir(setup, 'model_garden'),
+                        time_to_accuracy.run_dir(other, 'model_garden'))
+    self.assertFalse(os.path.exists(time_to_accuracy.result_file(root, 'model_garden',
+                                                                 other.machine)))
 
   def test_evaluation_set_masks_15_percent_of_every_held_out_sequence(self):
     run = time_to_accuracy.settings(self.setup, 'teams_tf')
@@ -177,17 +192,31 @@ class TimeToAccuracyTest(tf.test.TestCase):
     self.assertAlmostEqual(numbers['headline']['0.4']['value'], 35 / 18)
     self.assertNotIn('teams_tf_absolute', [h['fastest_peer'] for h in numbers['headline'].values()])
 
-  def test_report_is_written_from_the_result_files(self):
+  def test_report_is_written_from_the_result_files_with_ratios_within_a_machine(self):
     out_dir = tempfile.mkdtemp()
-    for name, points in (('teams_tf', ((10.0, 0.36),)), ('hugging_face', ((30.0, 0.30),))):
-      with open(time_to_accuracy.result_file(out_dir, name), 'w') as f:
-        json.dump(_result(name, *points), f)
-    time_to_accuracy_report.write_report(out_dir, '# title')
+    legacy = 'AMD EPYC, 2 cores'
+    for name, points, machine in (('teams_tf', ((10.0, 0.36),), _MACHINE),
+                                  ('hugging_face', ((30.0, 0.30),), _MACHINE),
+                                  ('model_garden', ((1.0, 0.36),), legacy)):
+      path = time_to_accuracy.result_file(out_dir, name, machine)
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, 'w') as f:
+        json.dump(_result(name, *points, machine=machine), f)
+    machines = time_to_accuracy_report.write_report(out_dir, '# title')
+    self.assertEqual(sorted(machines), sorted([legacy, _MACHINE]))
     with open(os.path.join(out_dir, 'time_to_accuracy.md')) as f:
       text = f.read()
     # 1.8e13 FLOPs in 30 minutes: 10 GFLOP/s.
     self.assertIn('| hugging_face | not reached | not reached | >3.00 | — | 30.00% | 500 | 30.0 | '
                   '10.0 |', text)
+    # Model Garden's 1 minute on another CPU is no ratio to ours, nor the headline's fastest peer.
+    self.assertIn('| model_garden | 1.0 | not reached | — | — | 36.00% | 500 | 1.0 | 300.0 |', text)
+    self.assertIn('| 35% | hugging_face | >3.00 | yes |', text)
+    self.assertIn('No ratios: teams_tf has not run on this machine', text)
+    self.assertIn('predates the CPU signature', text)
+    with open(os.path.join(out_dir, 'time_to_accuracy.json')) as f:
+      self.assertEqual(json.load(f)['machines'][_MACHINE]['headline']['0.35']['fastest_peer'],
+                       'hugging_face')
     self.assertTrue(os.path.exists(os.path.join(out_dir, 'time_to_accuracy.png')))
 
 
