@@ -31,11 +31,9 @@ from official.nlp.tools import export_tfhub_lib
 
 from teams_tf.configs import models as model_configs
 from teams_tf.models import coco_lm_pretrainer
-from teams_tf.models import script_pretrainer
 from teams_tf.serving import export_modules
 from teams_tf.serving import fill_mask
 from teams_tf.serving import loaders
-from teams_tf.serving import pll_scoring
 from teams_tf.tasks import sentence_prediction_task
 from teams_tf.training import run_settings
 
@@ -185,10 +183,7 @@ def export_pll(export_dir: str, *, model_config: model_configs.ScriptConfig,
 
   Arguments as for `export_fill_mask`, for a SCRIPT pretraining run.
   """
-  pretrainer = loaders.restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
-                                           checkpoint_path, vocab_file, seq_length)
-  module = pll_scoring.PllScorer(pretrainer, pll_scoring.PllScorerParams(
-      vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length))
+  module = loaders.pll_scorer(model_config, checkpoint_path, vocab_file, lower_case, seq_length)
   export_base.export(module, _FUNCTION_KEYS, export_dir, timestamped=False)
   return [ExportedModel(
       export_dir, checkpoint_path,

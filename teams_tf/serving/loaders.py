@@ -112,6 +112,20 @@ def restore_pretrained_encoder(model_dir: str, checkpoint_path: Optional[str] = 
   return encoder, encoder_config, vocab, lower_case
 
 
+def pll_scorer(model_config: model_configs.ScriptConfig, checkpoint_path: str, vocab_file: str,
+               lower_case: bool, seq_length: int) -> pll_scoring.PllScorer:
+  """The `PllScorer` of a restored SCRIPT pretrainer (what `export_savedmodel.export_pll` saves).
+
+  Raises:
+    ValueError: a vocabulary or T that does not fit the encoder, or a checkpoint that does not
+      hold this pretrainer.
+  """
+  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
+                                   checkpoint_path, vocab_file, seq_length)
+  return pll_scoring.PllScorer(pretrainer, pll_scoring.PllScorerParams(
+      vocab_file=vocab_file, lower_case=lower_case, seq_length=seq_length))
+
+
 def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
                     seq_length: Optional[int] = None) -> pll_scoring.PllScorer:
   """The `PllScorer` of a SCRIPT pretraining run (settings from its params.yaml).
@@ -120,17 +134,14 @@ def load_pll_scorer(model_dir: str, checkpoint_path: Optional[str] = None,
     ValueError: not a SCRIPT run, no checkpoint, or a checkpoint that does not match.
   """
   settings = run_settings.RunSettings(model_dir)
-  checkpoint_path = resolve_checkpoint(model_dir, checkpoint_path)
   model_config = run_settings.parse_model_config(
       model_configs.ScriptConfig(), settings.params.get('task', {}).get('model') or {},
       os.path.join(model_dir, 'params.yaml'))
-  params = pll_scoring.PllScorerParams(
+  return pll_scorer(
+      model_config, resolve_checkpoint(model_dir, checkpoint_path),
       vocab_file=settings.get('vocab_file', None, 'task.train_data.vocab_file'),
       lower_case=settings.get('lower_case', None, 'task.train_data.lower_case'),
       seq_length=settings.get('seq_length', seq_length, 'task.train_data.seq_length'))
-  pretrainer = restored_pretrainer(script_pretrainer.build_script_pretrainer, model_config,
-                                   checkpoint_path, params.vocab_file, params.seq_length)
-  return pll_scoring.PllScorer(pretrainer, params)
 
 
 def load_sentence_scorers(model_dir: str, methods: Optional[Sequence[str]] = None,
