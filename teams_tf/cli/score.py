@@ -58,9 +58,7 @@ def main(_):
   done = 0
   for begin in range(0, len(lines), _BATCH_SIZE.value):
     texts = lines[begin:begin + _BATCH_SIZE.value]
-    inputs, weights = tokenization.pack_texts(tokenizer, vocab, tf.constant(texts), seq_length)
-    ids, mask, weights = (inputs['input_word_ids'].numpy(), inputs['input_mask'].numpy(),
-                          weights.numpy())
+    ids, mask, weights = sentence_scoring.packed_texts(tokenizer, vocab, texts, seq_length)
     scores = [scorer(ids, mask, weights) for scorer in scorers.values()]
     for i, text in enumerate(texts):
       values = [f'{float(s[i]):.4f}' for s in scores]

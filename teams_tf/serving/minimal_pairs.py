@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from teams_tf.data import tokenization
+from teams_tf.serving import sentence_scoring
 from teams_tf.utils import progress
 
 # The BLiMP paper's own results file, beside the paradigms (not a paradigm).
@@ -140,10 +141,7 @@ def text_scorer(scorer, vocab: tokenization.Vocabulary, lower_case: bool,
   tokenizer = tokenization.build_tokenizer(vocab, lower_case)
 
   def score_texts(texts):
-    inputs, weights = tokenization.pack_texts(tokenizer, vocab, tf.constant(list(texts)),
-                                              seq_length)
-    return scorer(inputs['input_word_ids'].numpy(), inputs['input_mask'].numpy(),
-                  weights.numpy())
+    return scorer(*sentence_scoring.packed_texts(tokenizer, vocab, texts, seq_length))
   return score_texts
 
 

@@ -22,13 +22,14 @@ that only a sentence's own tokens are scored and short sentences are not padded 
 """
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from official.nlp.modeling import models as garden_models
 
+from teams_tf.data import tokenization
 from teams_tf.losses import clm
 from teams_tf.losses import self_critic
 from teams_tf.models import coco_lm_pretrainer
@@ -177,6 +178,18 @@ def masked_rows(word_ids: np.ndarray, weights: np.ndarray, mask_id: int,
       later[i] = (columns > t) & (columns <= t + length)
     rows[later] = mask_id
   return rows, sentence, position.astype(np.int32), word_ids[sentence, position].astype(np.int32)
+
+
+def packed_texts(tokenizer, vocab, texts: Sequence[str], seq_length: int):
+  """Raw texts as a `SentenceScorer` takes them (`[CLS] text [SEP]`, `tokenization.pack_texts`).
+
+  Returns:
+    [B, T] int32 word ids and input mask, and [B, T] float32 weights of each text's own tokens
+    (the tokens a score sums over), as NumPy arrays.
+  """
+  inputs, weights = tokenization.pack_texts(tokenizer, vocab, tf.constant(list(texts)),
+                                            seq_length)
+  return inputs['input_word_ids'].numpy(), inputs['input_mask'].numpy(), weights.numpy()
 
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
