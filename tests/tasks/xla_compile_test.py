@@ -21,10 +21,9 @@ from tests import testing_utils
 class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
 
   # MWS-only is the TEAMS pretrainer without its RTD head and loss: TEAMS compiles every layer
-  # and loss of it.
+  # and loss of it. BERT's MLM head and loss compile inside TACO's and SCRIPT's pretrainers.
   @parameterized.named_parameters(
-      (objective, objective)
-      for objective in ('teams', 'electra', 'bert', 'coco_lm', 'taco', 'script'))
+      (objective, objective) for objective in ('teams', 'electra', 'coco_lm', 'taco', 'script'))
   def test_losses_and_gradients_compile_in_bfloat16(self, objective):
     self.enterContext(testing_utils.keras_policy('mixed_bfloat16'))
     config = testing_utils.two_layer_demo_experiment(objective).task

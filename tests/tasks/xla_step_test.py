@@ -84,7 +84,8 @@ class XlaStepTest(tf.test.TestCase, parameterized.TestCase):
 
   # One objective per pretrainer class. MWS-only and ELECTRA are the TEAMS pretrainer with a loss
   # left out (ELECTRA's FFN head acts within each token); TACO and SCRIPT run BERT's MLM head and
-  # loss inside their own. All six also compile in tests/tasks/xla_compile_test.py.
+  # loss inside their own. They and ELECTRA also compile under mixed_bfloat16 in
+  # tests/tasks/xla_compile_test.py.
   @parameterized.named_parameters(
       (objective, objective) for objective in ('teams', 'coco_lm', 'taco', 'script'))
   def test_xla_step_equals_graph_step(self, objective):
