@@ -10,6 +10,7 @@ checkpoints. `restored_model` builds that model again and restores a checkpoint 
 import numpy as np
 import tensorflow as tf
 
+from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import optimization
@@ -30,11 +31,22 @@ UNMATCHED = (
 KEEP_EVERY_CHECKPOINT = 1_000_000
 
 
-def _data(run, is_training: bool):
+def data_config(run, is_training: bool):
+  """Model Garden's BERT record loader at the batch, T and P of `run` (`time_to_accuracy.Settings`).
+  """
   return pretrain_dataloader.BertPretrainDataConfig(
       input_path=run.train_input, global_batch_size=run.batch_size, seq_length=run.seq_length,
       max_predictions_per_seq=run.max_predictions, use_next_sentence_label=False,
       is_training=is_training, seed=run.seed)
+
+
+def trainer_config(run):
+  """Model Garden's trainer at the steps, checkpoints, loops and optimiser of `run`."""
+  return cfg.TrainerConfig(
+      train_steps=run.train_steps, checkpoint_interval=run.checkpoint_interval,
+      max_to_keep=KEEP_EVERY_CHECKPOINT, steps_per_loop=run.summary_interval,
+      summary_interval=run.summary_interval, validation_interval=run.train_steps,
+      optimizer_config=optimization.OptimizationConfig(run.optimizer_config))
 
 
 def params(run):
@@ -43,16 +55,10 @@ def params(run):
   config.task.model = bert.PretrainerConfig(
       encoder=encoders.EncoderConfig(type='bert', bert=encoders.BertEncoderConfig(**run.encoder)),
       cls_heads=[])
-  config.task.train_data = _data(run, is_training=True)
+  config.task.train_data = data_config(run, is_training=True)
   # Unread in --mode=train; set so that the config's restrictions hold.
-  config.task.validation_data = _data(run, is_training=False)
-  config.trainer.train_steps = run.train_steps
-  config.trainer.checkpoint_interval = run.checkpoint_interval
-  config.trainer.max_to_keep = KEEP_EVERY_CHECKPOINT
-  config.trainer.steps_per_loop = run.summary_interval
-  config.trainer.summary_interval = run.summary_interval
-  config.trainer.validation_interval = run.train_steps
-  config.trainer.optimizer_config = optimization.OptimizationConfig(run.optimizer_config)
+  config.task.validation_data = data_config(run, is_training=False)
+  config.trainer = trainer_config(run)
   return config
 
 

@@ -1,12 +1,13 @@
 """Time to accuracy: teams_tf against Hugging Face and Model Garden, same corpus, shape and cores.
 
-Each implementation (`IMPLEMENTATIONS`) pretrains the BERT-mini recipe (`bert_mini`: its shape,
-batch, T, masking, AdamW and schedule, wherever the implementation can set them) from the same
-records of the shared Wikipedia extract, alone on the machine, to the recipe's `train_steps`,
-keeping a checkpoint every `checkpoint_interval` steps. When it is done, every checkpoint is
-scored on one held-out evaluation set (`time_to_accuracy_data`: wiki_49 masked once at 15%), and
-placed at the minutes its checkpoint was written, counted from the command's launch: start-up,
-tracing and checkpoint writing count, as a user waits for them; nothing else runs meanwhile.
+Each implementation (`IMPLEMENTATIONS`) pretrains its recipe (`bert_mini`, or `teams_mini` for the
+TEAMS pair: its shape, batch, T, masking, AdamW and schedule, wherever the implementation can set
+them) from the same records of the shared Wikipedia extract, alone on the machine, to the setup's
+`train_steps`, keeping a checkpoint every `checkpoint_interval` steps. When it is done, every
+checkpoint is scored on one held-out evaluation set (`time_to_accuracy_data`: wiki_49 masked once
+at 15%; a TEAMS run also by its RTD AUC, `time_to_accuracy_scores`), and placed at the minutes its
+checkpoint was written, counted from the command's launch: start-up, tracing and checkpoint
+writing count, as a user waits for them; nothing else runs meanwhile.
 A launch that resumes an interrupted run adds its time to that of the checkpoint it resumed
 from. A run is one unit: `<out_dir>/<machine>/<implementation>.json` is written when it is
 scored, and rerunning on that machine skips it, so the table fills in across sessions. Runs,
@@ -27,6 +28,7 @@ from official.modeling import hyperparams
 
 from teams_lab import child_processes
 from teams_lab import model_garden_mlm
+from teams_lab import model_garden_teams
 from teams_lab import time_to_accuracy_data
 from teams_lab import time_to_accuracy_scores
 from teams_tf.training import experiment_flops
@@ -39,15 +41,23 @@ class Implementation:
   """One way to pretrain the recipe.
 
   Attributes:
-    framework: 'teams_tf', 'model_garden' or 'hugging_face' (how it trains, saves and is read).
+    framework: 'teams_tf', 'model_garden', 'model_garden_teams' or 'hugging_face' (how it
+      trains, saves and is read).
     description: the row's label in the report.
     overrides: teams_tf only: `--params_override` fields beyond the data's.
     unmatched: what it cannot set as the recipe does.
+    experiment: the teams_tf recipe it follows.
   """
   framework: str
   description: str
   overrides: tuple[str, ...] = ()
   unmatched: tuple[str, ...] = ()
+  experiment: str = 'bert_mini'
+
+
+# The MLM recipe every implementation of the main comparison follows, and the TEAMS pair's.
+EXPERIMENT = 'bert_mini'
+TEAMS_EXPERIMENT = 'teams_mini'
 
 
 IMPLEMENTATIONS = {
@@ -72,9 +82,13 @@ IMPLEMENTATIONS = {
             'not exactly round(n x rate) tokens capped at P',
             'MLM logits over all T positions, not only the masked ones',
             'the learning rate decays from the end of warmup, not from step 0')),
+    # The TEAMS pair: generator MLM accuracy and RTD AUC against minutes.
+    'teams_tf_teams': Implementation('teams_tf', 'teams_tf TEAMS (`teams_tf.train`, teams_mini)',
+                                     experiment=TEAMS_EXPERIMENT),
+    'model_garden_teams': Implementation(
+        'model_garden_teams', "Model Garden's TEAMS (`official/projects/teams`)",
+        unmatched=model_garden_teams.UNMATCHED, experiment=TEAMS_EXPERIMENT),
 }
-# The recipe every implementation follows, and its steps.
-EXPERIMENT = 'bert_mini'
 
 
 @dataclasses.dataclass
@@ -118,6 +132,8 @@ class Settings:
     train_input: its training input (records, masked records or token arrays).
     evaluation_set: the `.npz` of `time_to_accuracy_data.evaluation_set`.
     encoder: the recipe's Model Garden `BertEncoderConfig`, as a dict.
+    model: the recipe's whole `task.model`, as a dict, where it is not `EXPERIMENT` (None there,
+      where `encoder` says everything).
     optimizer: the recipe's AdamW and schedule: learning_rate (peak), warmup_steps,
       weight_decay, beta_1, beta_2, epsilon, clip_norm (global norm).
     optimizer_config: the same as Model Garden's `OptimizationConfig` dict.
@@ -141,11 +157,12 @@ class Settings:
   mask_token_rate: float
   random_token_rate: float
   seed: int
+  model: Optional[dict] = None
 
 
-def recipe(setup: Setup):
-  """The recipe's ExperimentConfig at the setup's vocabulary, steps and batch."""
-  params = exp_factory.get_exp_config(EXPERIMENT)
+def recipe(setup: Setup, experiment: str = EXPERIMENT):
+  """The ExperimentConfig of recipe `experiment` at the setup's vocabulary, steps and batch."""
+  params = exp_factory.get_exp_config(experiment)
   params.task.model.encoder.vocab_size = setup.vocab_size
   params.trainer.train_steps = setup.train_steps
   params.trainer.optimizer_config.learning_rate.polynomial.decay_steps = setup.train_steps
@@ -170,10 +187,11 @@ def run_dir(setup: Setup, name: str) -> str:
 
 def settings(setup: Setup, name: str) -> Settings:
   """The run of implementation `name`; `write_inputs` writes the files it names."""
-  params = recipe(setup)
+  experiment = IMPLEMENTATIONS[name].experiment
+  params = recipe(setup, experiment)
   data = params.task.train_data
   framework = IMPLEMENTATIONS[name].framework
-  if framework == 'model_garden':
+  if framework in MASKED_RECORD_FRAMEWORKS:
     train_input = time_to_accuracy_data.masked_epochs_pattern(_masked_records_dir(setup))
   elif framework == 'hugging_face':
     train_input = os.path.join(setup.work_dir, f'token_arrays_{setup.vocab_size}.npz')
@@ -198,7 +216,12 @@ def settings(setup: Setup, name: str) -> Settings:
       batch_size=data.global_batch_size,
       seq_length=data.seq_length, max_predictions=data.max_predictions_per_seq,
       mask_rate=data.mask_rate, mask_token_rate=data.mask_token_rate,
-      random_token_rate=data.random_token_rate, seed=setup.seed)
+      random_token_rate=data.random_token_rate, seed=setup.seed,
+      model=None if experiment == EXPERIMENT else params.task.model.as_dict())
+
+
+# Model Garden's loaders read statically masked records.
+MASKED_RECORD_FRAMEWORKS = ('model_garden', 'model_garden_teams')
 
 
 def _masked_records_dir(setup: Setup) -> str:
@@ -206,11 +229,15 @@ def _masked_records_dir(setup: Setup) -> str:
 
 
 def write_inputs(setup: Setup, run: Settings) -> None:
-  """Writes the training input and evaluation set `run` names, where missing (minutes, once)."""
+  """Writes the training input and evaluation set `run` names, where missing (minutes, once).
+
+  Both recipes mask their data alike (`bert_mini` and `teams_mini` share the learning benchmark's
+  data settings), so the two pairs share the masked records and the evaluation set.
+  """
   params = recipe(setup)
   data = params.task.train_data
   framework = IMPLEMENTATIONS[run.implementation].framework
-  if framework == 'model_garden':
+  if framework in MASKED_RECORD_FRAMEWORKS:
     sequences = _sequences(setup.train_input)
     time_to_accuracy_data.masked_epochs(
         data, setup.train_input, setup.vocab_file, sequences,
@@ -249,15 +276,22 @@ def teams_tf_overrides(setup: Setup, run: Settings) -> str:
 
 def train_command(setup: Setup, run: Settings) -> list[str]:
   """The command line that trains `run` (written beside it as `settings.json`)."""
-  framework = IMPLEMENTATIONS[run.implementation].framework
+  implementation = IMPLEMENTATIONS[run.implementation]
+  framework = implementation.framework
   if framework == 'teams_tf':
-    return [sys.executable, '-m', 'teams_tf.train', f'--experiment={EXPERIMENT}', '--mode=train',
+    return [sys.executable, '-m', 'teams_tf.train', f'--experiment={implementation.experiment}',
+            '--mode=train',
             f'--model_dir={run.model_dir}', f'--params_override={teams_tf_overrides(setup, run)}',
             f'--seed={run.seed}']
   directory = os.path.dirname(run.model_dir)
   if framework == 'model_garden':
     return [sys.executable, '-m', 'official.nlp.train',
             f'--experiment={model_garden_mlm.EXPERIMENT}', '--mode=train',
+            f'--model_dir={run.model_dir}',
+            f'--config_file={os.path.join(directory, "model_garden.yaml")}']
+  if framework == 'model_garden_teams':
+    return [sys.executable, '-m', 'teams_lab.model_garden_teams',
+            f'--experiment={model_garden_teams.EXPERIMENT}', '--mode=train',
             f'--model_dir={run.model_dir}',
             f'--config_file={os.path.join(directory, "model_garden.yaml")}']
   return [sys.executable, '-m', 'teams_lab.hugging_face_mlm', 'train', directory]
@@ -307,8 +341,10 @@ def train(setup: Setup, run: Settings, log=print) -> bool:
   directory = os.path.dirname(run.model_dir)
   os.makedirs(directory, exist_ok=True)
   atomic_files.write_json(os.path.join(directory, 'settings.json'), dataclasses.asdict(run))
-  if IMPLEMENTATIONS[run.implementation].framework == 'model_garden':
-    hyperparams.save_params_dict_to_yaml(model_garden_mlm.params(run),
+  framework = IMPLEMENTATIONS[run.implementation].framework
+  if framework in MASKED_RECORD_FRAMEWORKS:
+    peer = model_garden_mlm if framework == 'model_garden' else model_garden_teams
+    hyperparams.save_params_dict_to_yaml(peer.params(run),
                                          os.path.join(directory, 'model_garden.yaml'))
   reached = max(_checkpoints(run), default=0)
   if reached >= run.train_steps:
@@ -334,9 +370,13 @@ def result_file(out_dir: str, name: str, machine: str) -> str:
 
 
 def _comparable(run: dict) -> dict:
-  """A run's settings without where its files are, which say nothing about the run."""
+  """A run's settings without where its files are, which say nothing about the run.
+
+  A field left None is left out, as in result files written before it existed.
+  """
   return {key: value for key, value in run.items()
-          if key not in ('model_dir', 'train_input', 'evaluation_set', 'vocab_file')}
+          if key not in ('model_dir', 'train_input', 'evaluation_set', 'vocab_file')
+          and value is not None}
 
 
 def run_implementation(setup: Setup, name: str, log=print) -> Optional[dict]:
@@ -368,8 +408,8 @@ def run_implementation(setup: Setup, name: str, log=print) -> Optional[dict]:
   launches = _read_json(os.path.join(directory, 'launches.json'), [])
   seconds = elapsed_seconds({step: when for step, (_, when) in _checkpoints(run).items()},
                             launches)
-  flops_per_step = experiment_flops.step_flops(recipe(setup))
   implementation = IMPLEMENTATIONS[name]
+  flops_per_step = experiment_flops.step_flops(recipe(setup, implementation.experiment))
   result = dict(
       implementation=name, description=implementation.description,
       unmatched=list(implementation.unmatched), commands=[launch['command'] for launch in launches],

@@ -34,20 +34,25 @@ def preamble(setup: time_to_accuracy.Setup, command: str) -> str:
       f'({encoder.num_layers} layers, H {encoder.hidden_size}, vocabulary {setup.vocab_size:,}, '
       f'T {data.seq_length}, batch {data.global_batch_size}, {data.mask_rate:.0%} masking '
       f'80/10/10, AdamW at peak {optimizer.learning_rate.polynomial.initial_learning_rate:g} '
-      f'with {optimizer.warmup.linear.warmup_steps} warmup steps and linear decay over '
-      f'{setup.train_steps:,} steps) on the unmasked records of wiki_00-48 of the shared '
-      'Wikipedia extract, alone on the machine. Every checkpoint (one per '
+      f'with {optimizer.warmup.linear.warmup_steps} warmup steps and linear decay over the '
+      'run\'s steps) on the unmasked records of wiki_00-48 of the shared Wikipedia extract, alone '
+      'on the machine. The TEAMS pair trains '
+      f'`{time_to_accuracy.TEAMS_EXPERIMENT}` (the same data, batch, masking and optimiser) with '
+      'teams_tf and with Model Garden\'s `official/projects/teams`. Every checkpoint (one per '
       f'{setup.checkpoint_interval} steps) is scored afterwards on the same evaluation set: '
       'every sequence of wiki_49 masked once at '
       f'{params.task.validation_data.mask_rate:.0%} (80/10/10) by teams_tf\'s validation '
-      'pipeline. Minutes run from the training command\'s launch to the checkpoint\'s writing '
+      'pipeline; a TEAMS checkpoint by its generator\'s MLM accuracy and by its discriminator\'s '
+      'RTD AUC over every real token, its own generator\'s samples in the masked positions. '
+      'Minutes run from the training command\'s launch to the checkpoint\'s writing '
       '(start-up, tracing and checkpoint writes count; scoring does not). PFLOPs are the '
       "recipe's analytic count (`teams_tf.training.experiment_flops`), the same for every "
       'implementation at a step.'])
 
 
-def minutes_to(curve: list[dict], threshold: float) -> Optional[float]:
-  """Minutes at which held-out MLM accuracy first reaches `threshold`, or None if it never does.
+def minutes_to(curve: list[dict], threshold: float, metric: str = 'mlm_accuracy'
+               ) -> Optional[float]:
+  """Minutes at which `metric` first reaches `threshold`, or None if it never does.
 
   Interpolated linearly between the last evaluation below it and the first at or above it (from
   the first evaluation's minutes when that one is already there).
@@ -56,11 +61,10 @@ def minutes_to(curve: list[dict], threshold: float) -> Optional[float]:
   for row in curve:
     if row.get('minutes') is None:
       continue
-    if row['mlm_accuracy'] >= threshold:
+    if row[metric] >= threshold:
       if previous is None:
         return row['minutes']
-      share = (threshold - previous['mlm_accuracy']) / (
-          row['mlm_accuracy'] - previous['mlm_accuracy'])
+      share = (threshold - previous[metric]) / (row[metric] - previous[metric])
       return previous['minutes'] + share * (row['minutes'] - previous['minutes'])
     previous = row
   return None
@@ -85,26 +89,38 @@ def load_results(out_dir: str) -> dict[str, dict[str, dict]]:
   return machines
 
 
+def _final(result: dict) -> dict:
+  """A run's last evaluation: step, minutes, MLM accuracy (and RTD AUC), analytic GFLOP/s."""
+  curve = result['curve']
+  timed = [row for row in curve if row.get('minutes') is not None]
+  return dict(
+      final_accuracy=curve[-1]['mlm_accuracy'] if curve else None,
+      final_rtd_auc=curve[-1].get('rtd_auc') if curve else None,
+      final_step=curve[-1]['step'] if curve else None,
+      final_minutes=timed[-1]['minutes'] if timed else None,
+      # Sustained analytic throughput, start-up included: beside the machine's matmul peak,
+      # how much faster any implementation of the same FLOPs could be.
+      gflops_per_second=(timed[-1]['flops'] / (60 * timed[-1]['minutes']) / 1e9
+                         if timed and timed[-1]['minutes'] > 0 else None))
+
+
+def _pair(results: dict[str, dict], experiment: str) -> dict[str, dict]:
+  return {name: result for name, result in results.items()
+          if time_to_accuracy.IMPLEMENTATIONS[name].experiment == experiment}
+
+
 def summary(results: dict[str, dict]) -> dict:
   """Minutes to each threshold, their ratios to teams_tf, and the headline against the goal.
 
-  A ratio is peer minutes / teams_tf minutes (above 1: teams_tf is faster). A peer that never
-  reached a threshold teams_tf reached is at least (its last minutes / ours) slower: its ratio
-  is that bound, marked `lower_bound`.
+  Over the implementations of the MLM recipe (`time_to_accuracy.EXPERIMENT`). A ratio is peer
+  minutes / teams_tf minutes (above 1: teams_tf is faster). A peer that never reached a threshold
+  teams_tf reached is at least (its last minutes / ours) slower: its ratio is that bound, marked
+  `lower_bound`.
   """
   rows = {}
-  for name, result in results.items():
-    curve = result['curve']
-    timed = [row for row in curve if row.get('minutes') is not None]
-    rows[name] = dict(
-        final_accuracy=curve[-1]['mlm_accuracy'] if curve else None,
-        final_step=curve[-1]['step'] if curve else None,
-        final_minutes=timed[-1]['minutes'] if timed else None,
-        # Sustained analytic throughput, start-up included: beside the machine's matmul peak,
-        # how much faster any implementation of the same FLOPs could be.
-        gflops_per_second=(timed[-1]['flops'] / (60 * timed[-1]['minutes']) / 1e9
-                           if timed and timed[-1]['minutes'] > 0 else None),
-        minutes={str(t): minutes_to(curve, t) for t in THRESHOLDS})
+  for name, result in _pair(results, time_to_accuracy.EXPERIMENT).items():
+    rows[name] = dict(_final(result),
+                      minutes={str(t): minutes_to(result['curve'], t) for t in THRESHOLDS})
   ours = rows.get(OURS)
   headline = {}
   for name, row in rows.items():
@@ -130,6 +146,34 @@ def summary(results: dict[str, dict]) -> dict:
   return dict(rows=rows, headline=headline, goal=GOAL)
 
 
+TEAMS_OURS, TEAMS_PEER = 'teams_tf_teams', 'model_garden_teams'
+
+
+def teams_summary(results: dict[str, dict]) -> dict:
+  """The TEAMS pair: minutes of each to Model Garden TEAMS' final RTD AUC and generator accuracy.
+
+  For each metric the target is the peer's value at its last checkpoint; each side's minutes are
+  its first crossing of it (`minutes_to`), the ratio peer / ours (above 1: ours got there
+  sooner; ours never reaching it is a ratio below 1, bounded by the peer's minutes over ours).
+  """
+  pair = _pair(results, time_to_accuracy.TEAMS_EXPERIMENT)
+  rows = {name: _final(result) for name, result in pair.items()}
+  targets = {}
+  steps = {result.get('settings', {}).get('train_steps') for result in pair.values()}
+  if len(steps) > 1:  # Schedules of other lengths: minutes to a value are not comparable.
+    return dict(rows=rows, targets=targets, train_steps_differ=True)
+  if TEAMS_OURS in pair and TEAMS_PEER in pair and pair[TEAMS_PEER]['curve']:
+    last = pair[TEAMS_PEER]['curve'][-1]
+    for metric in ('rtd_auc', 'mlm_accuracy'):
+      ours = minutes_to(pair[TEAMS_OURS]['curve'], last[metric], metric)
+      theirs = minutes_to(pair[TEAMS_PEER]['curve'], last[metric], metric)
+      targets[metric] = dict(
+          target=last[metric], ours=ours, peer=theirs,
+          ratio=None if ours is None else theirs / ours,
+          upper_bound=(theirs / rows[TEAMS_OURS]['final_minutes'] if ours is None else None))
+  return dict(rows=rows, targets=targets, train_steps_differ=False)
+
+
 def _minutes(value) -> str:
   return 'not reached' if value is None else f'{value:.1f}'
 
@@ -149,10 +193,41 @@ def _signature_note(machine: str) -> list[str]:
           'ratios may hold a CPU difference.', '']
 
 
+def _teams_section(results: dict[str, dict]) -> list[str]:
+  """The TEAMS pair's table on one machine, and its minutes to Model Garden TEAMS' final AUC."""
+  numbers = teams_summary(results)
+  if not numbers['rows']:
+    return []
+  lines = [f'### TEAMS pair (`{time_to_accuracy.TEAMS_EXPERIMENT}`)', '']
+  names = {'rtd_auc': 'RTD AUC', 'mlm_accuracy': 'generator MLM accuracy'}
+  for metric, target in numbers['targets'].items():
+    value = (f'{target["target"]:.4f}' if metric == 'rtd_auc' else f'{target["target"]:.2%}')
+    ratio = (f'{target["ratio"]:.2f}' if target['ratio'] is not None
+             else f'<{target["upper_bound"]:.2f} (ours never got there)')
+    lines.append(f'- Minutes to Model Garden TEAMS\' final {names[metric]} ({value}): '
+                 f'teams_tf {_minutes(target["ours"])}, Model Garden {_minutes(target["peer"])}; '
+                 f'peer minutes / teams_tf minutes **{ratio}**.')
+  if numbers['train_steps_differ']:
+    lines.append('- No ratio: the two runs trained to different steps (their schedules differ); '
+                 'rerun one with the other\'s --train_steps.')
+  if numbers['targets'] or numbers['train_steps_differ']:
+    lines.append('')
+  lines += ['| implementation | final generator MLM accuracy | final RTD AUC | steps | minutes | '
+            'analytic GFLOP/s |', '|---|---|---|---|---|---|']
+  for name, row in numbers['rows'].items():
+    auc = '—' if row['final_rtd_auc'] is None else f'{row["final_rtd_auc"]:.4f}'
+    lines.append(f'| {results[name]["description"]} | {row["final_accuracy"]:.2%} | {auc} | '
+                 f'{row["final_step"]:,} | {_minutes(row["final_minutes"])} | '
+                 f'{_minutes(row["gflops_per_second"])} |')
+  return lines + ['']
+
+
 def _machine_section(machine: str, results: dict[str, dict]) -> list[str]:
-  """One machine's headline and its table of minutes and ratios."""
+  """One machine's headline, its table of minutes and ratios, and the TEAMS pair's."""
   numbers = summary(results)
   lines = [f'## On {machine}', ''] + _signature_note(machine)
+  if not numbers['rows']:
+    return lines + _teams_section(results)
   if numbers['headline']:
     lines += [f'Goal: teams_tf at least {GOAL}x faster than the fastest peer to the same '
               'held-out accuracy.', '', '| threshold | fastest peer | peer minutes / teams_tf '
@@ -161,7 +236,7 @@ def _machine_section(machine: str, results: dict[str, dict]) -> list[str]:
       lines.append(f'| {float(key):.0%} | {head["fastest_peer"]} | {_ratio(head)} | '
                    f'{"yes" if head["met"] else "**no**"} |')
     lines.append('')
-  elif OURS not in results:
+  elif OURS not in numbers['rows']:
     lines += [f'No ratios: {OURS} has not run on this machine (`--implementations={OURS}`).', '']
   lines += ['| implementation | ' + ' | '.join(f'minutes to {t:.0%}' for t in THRESHOLDS) +
             ' | ' + ' | '.join(f'ratio to teams_tf at {t:.0%}' for t in THRESHOLDS) +
@@ -174,7 +249,7 @@ def _machine_section(machine: str, results: dict[str, dict]) -> list[str]:
         ' | '.join(_ratio(row['ratio'].get(str(t))) for t in THRESHOLDS) +
         f' | {row["final_accuracy"]:.2%} | {row["final_step"]:,} | '
         f'{_minutes(row["final_minutes"])} | {_minutes(row["gflops_per_second"])} |')
-  return lines + ['']
+  return lines + [''] + _teams_section(results)
 
 
 def markdown(machines: dict[str, dict[str, dict]], preamble: str) -> str:
@@ -195,35 +270,50 @@ def markdown(machines: dict[str, dict[str, dict]], preamble: str) -> str:
     lines.append(f'- **{result["description"]}**: ' + '; '.join(unmatched) + '.')
   for machine, results in machines.items():
     for name, result in results.items():
+      auc = any('rtd_auc' in row for row in result['curve'])
       lines += ['', f'## {result["description"]}, on {machine}', '',
                 f'`{" ".join(result["commands"][-1])}`' if result['commands']
                 else 'Command not recorded.', '',
-                '| step | minutes | PFLOPs | held-out MLM accuracy |', '|---|---|---|---|']
+                '| step | minutes | PFLOPs | held-out MLM accuracy |'
+                + (' RTD AUC |' if auc else ''),
+                '|---|---|---|---|' + ('---|' if auc else '')]
       for row in result['curve']:
         lines.append(f'| {row["step"]:,} | {_minutes(row.get("minutes"))} | '
-                     f'{row["flops"] / 1e15:.3f} | {row["mlm_accuracy"]:.2%} |')
+                     f'{row["flops"] / 1e15:.3f} | {row["mlm_accuracy"]:.2%} |'
+                     + (f' {row["rtd_auc"]:.4f} |' if auc else ''))
   return '\n'.join(lines) + '\n'
 
 
 def plot(machines: dict[str, dict[str, dict]], path: str) -> None:
-  """Held-out MLM accuracy against minutes, every run on one figure (a line style per machine)."""
+  """Held-out MLM accuracy against minutes, every run on one figure (a line style per machine).
+
+  With TEAMS-pair runs, a second panel gives their RTD AUC against minutes.
+  """
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  figure, axis = pyplot.subplots(figsize=(6.4, 4.2))
+  teams = any(_pair(results, time_to_accuracy.TEAMS_EXPERIMENT) for results in machines.values())
+  figure, axes = pyplot.subplots(1, 2 if teams else 1, figsize=(12.0 if teams else 6.4, 4.2),
+                                 squeeze=False)
   styles = ('-', '--', ':', '-.')
   for index, (machine, results) in enumerate(machines.items()):
     for name, result in results.items():
       rows = [row for row in result['curve'] if row.get('minutes') is not None]
       label = name if len(machines) == 1 else f'{name}, {machine}'
-      axis.plot([row['minutes'] for row in rows], [row['mlm_accuracy'] for row in rows],
-                marker='.', linestyle=styles[index % len(styles)], label=label)
+      minutes = [row['minutes'] for row in rows]
+      style = dict(marker='.', linestyle=styles[index % len(styles)], label=label)
+      axes[0][0].plot(minutes, [row['mlm_accuracy'] for row in rows], **style)
+      if teams and name in _pair(results, time_to_accuracy.TEAMS_EXPERIMENT):
+        axes[0][1].plot(minutes, [row['rtd_auc'] for row in rows], **style)
   for threshold in THRESHOLDS:
-    axis.axhline(threshold, color='gray', linestyle=':', linewidth=1)
-  axis.set_xlabel('minutes from launch')
-  axis.set_ylabel('held-out MLM accuracy (15% masked)')
-  axis.grid(alpha=0.3)
-  axis.legend(fontsize=7)
+    axes[0][0].axhline(threshold, color='gray', linestyle=':', linewidth=1)
+  axes[0][0].set_ylabel('held-out MLM accuracy (15% masked; TEAMS: its generator)')
+  if teams:
+    axes[0][1].set_ylabel('TEAMS RTD AUC on the held-out set')
+  for axis in axes[0]:
+    axis.set_xlabel('minutes from launch')
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
   figure.tight_layout()
   figure.savefig(path, dpi=100)
   pyplot.close(figure)
@@ -235,7 +325,8 @@ def write_report(out_dir: str, preamble: str) -> dict[str, dict[str, dict]]:
   atomic_files.write_text(os.path.join(out_dir, 'time_to_accuracy.md'),
                           markdown(machines, preamble))
   atomic_files.write_json(os.path.join(out_dir, 'time_to_accuracy.json'), dict(
-      goal=GOAL, machines={machine: dict(summary(results), results=results)
+      goal=GOAL, machines={machine: dict(summary(results), teams=teams_summary(results),
+                                         results=results)
                            for machine, results in machines.items()}))
   if machines:
     plot(machines, os.path.join(out_dir, 'time_to_accuracy.png'))

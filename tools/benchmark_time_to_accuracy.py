@@ -1,15 +1,21 @@
-"""Time to accuracy: teams_tf against Hugging Face and Model Garden on the same corpus and cores.
+r"""Time to accuracy: teams_tf against Hugging Face and Model Garden on the same corpus and cores.
 
   python tools/benchmark_time_to_accuracy.py --corpus_dir=../shared/data/corpus/enwiki_2015_extract
   python tools/benchmark_time_to_accuracy.py --corpus_dir=... --implementations=hugging_face
+  python tools/benchmark_time_to_accuracy.py --corpus_dir=... \
+      --implementations=teams_tf_teams,model_garden_teams --train_steps=4000
 
 Pretrains the BERT-mini recipe with each implementation (`teams_lab/time_to_accuracy.py`:
 teams_tf, teams_tf with absolute positions, Model Garden's bert/pretraining, Hugging Face's
-BertForMaskedLM under transformers.Trainer) from the learning benchmark's records, one after
-the other, then scores every kept checkpoint on the same held-out set and writes
+BertForMaskedLM under transformers.Trainer) and the TEAMS-mini recipe with teams_tf and Model
+Garden's official/projects/teams, from the learning benchmark's records, one after the other,
+then scores every kept checkpoint on the same held-out set (TEAMS: generator MLM accuracy and
+RTD AUC) and writes
 `benchmarks/time_to_accuracy/<machine>/<implementation>.json` and the report
-`benchmarks/time_to_accuracy/time_to_accuracy.{md,json,png}`. Each run takes about 90-110
-minutes on a 2-core AMD EPYC (compute-bound at about 1.8 steps/s); rerunning on the same machine
+`benchmarks/time_to_accuracy/time_to_accuracy.{md,json,png}`. Each BERT-mini run takes about
+90-110 minutes on a 2-core AMD EPYC (compute-bound at about 1.8 steps/s), TEAMS-mini runs longer
+(a step costs more, Model Garden's TEAMS more than ours): give that pair fewer --train_steps,
+the same for both, in an invocation of its own. Rerunning on the same machine
 skips finished ones and resumes an interrupted one from its checkpoints. Ratios compare runs of
 one machine only (its CPU signature, `teams_tf.utils.hardware`): on a new CPU, run teams_tf there
 too. Run it on an otherwise idle machine: its minutes are the result.

@@ -94,6 +94,67 @@ class TimeToAccuracyTest(tf.test.TestCase):
     result = self._trains_and_scores('hugging_face')
     self.assertIn('teams_lab.hugging_face_mlm', result['commands'][0])
 
+  def test_teams_pair_trains_and_is_scored_by_generator_accuracy_and_rtd_auc(self):
+    results = {name: self._trains_and_scores(name)
+               for name in ('teams_tf_teams', 'model_garden_teams')}
+    self.assertIn('--experiment=teams_mini', results['teams_tf_teams']['commands'][0])
+    self.assertIn('teams_lab.model_garden_teams', results['model_garden_teams']['commands'][0])
+    for result in results.values():
+      for row in result['curve']:
+        self.assertBetween(row['rtd_auc'], 0.0, 1.0)
+    # One analytic count for both: the recipe's.
+    self.assertEqual(results['teams_tf_teams']['flops_per_step'],
+                     results['model_garden_teams']['flops_per_step'])
+    summary = time_to_accuracy_report.teams_summary(results)
+    self.assertEqual(sorted(summary['targets']), ['mlm_accuracy', 'rtd_auc'])
+
+  def test_both_recipes_mask_alike_so_the_pairs_share_records_and_evaluation_set(self):
+    mlm = time_to_accuracy.recipe(self.setup)
+    teams = time_to_accuracy.recipe(self.setup, time_to_accuracy.TEAMS_EXPERIMENT)
+    self.assertEqual(mlm.task.train_data.as_dict(), teams.task.train_data.as_dict())
+    self.assertEqual(mlm.task.validation_data.as_dict(), teams.task.validation_data.as_dict())
+    self.assertEqual(mlm.trainer.optimizer_config.as_dict(),
+                     teams.trainer.optimizer_config.as_dict())
+
+  def test_rtd_auc_is_the_share_of_replaced_original_pairs_ranked_right(self):
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 4, size=(3, 7)).astype(np.float32)  # Many ties.
+    replaced = rng.integers(0, 2, size=(3, 7))
+    weights = np.ones((3, 7))
+    weights[:, 5:] = 0
+    keep = weights.reshape(-1) > 0
+    flat, labels = scores.reshape(-1)[keep], replaced.reshape(-1)[keep] > 0
+    pairs = [(p, n) for p in flat[labels] for n in flat[~labels]]
+    expected = np.mean([1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs])
+    self.assertAlmostEqual(time_to_accuracy_scores.rtd_auc(scores, replaced, weights), expected)
+    self.assertTrue(np.isnan(time_to_accuracy_scores.rtd_auc(scores, 0 * replaced, weights)))
+
+  def test_teams_summary_times_both_to_the_peers_final_auc(self):
+    def teams_curve(*points):
+      return [dict(step=500 * (i + 1), minutes=m, mlm_accuracy=a, rtd_auc=auc,
+                   flops=1e12 * (i + 1)) for i, (m, a, auc) in enumerate(points)]
+    results = {
+        'teams_tf_teams': dict(_result('ours'), curve=teams_curve((10, 0.30, 0.80),
+                                                                  (20, 0.34, 0.90))),
+        'model_garden_teams': dict(_result('mg'), curve=teams_curve((30, 0.25, 0.70),
+                                                                    (60, 0.32, 0.85))),
+    }
+    numbers = time_to_accuracy_report.teams_summary(results)
+    # Ours reaches 0.85 halfway between 10 and 20 minutes; Model Garden at its last checkpoint.
+    self.assertAlmostEqual(numbers['targets']['rtd_auc']['ours'], 15.0)
+    self.assertAlmostEqual(numbers['targets']['rtd_auc']['ratio'], 4.0)
+    self.assertAlmostEqual(numbers['targets']['mlm_accuracy']['ours'], 15.0)
+    # The TEAMS pair stays out of the MLM recipe's headline.
+    self.assertEqual(time_to_accuracy_report.summary(results)['rows'], {})
+    text = time_to_accuracy_report.markdown({_MACHINE: results}, '# title')
+    self.assertIn("final RTD AUC (0.8500): teams_tf 15.0, Model Garden 60.0; peer minutes / "
+                  'teams_tf minutes **4.00**', text)
+    # Runs of other lengths decay their rates differently: no ratio.
+    results['model_garden_teams']['settings'] = dict(train_steps=4000)
+    self.assertEqual(time_to_accuracy_report.teams_summary(results)['targets'], {})
+    self.assertIn('No ratio: the two runs trained to different steps',
+                  time_to_accuracy_report.markdown({_MACHINE: results}, '# title'))
+
   def test_a_result_of_other_settings_is_not_reused(self):
     out_dir = tempfile.mkdtemp()
     setup = time_to_accuracy.Setup(**{**self.setup.__dict__, 'out_dir': out_dir})
