@@ -18,6 +18,7 @@ Every number computed from a release is computed from the stored (rounded) value
 import hashlib
 import json
 import os
+import re
 from typing import Optional
 
 import numpy as np
@@ -137,6 +138,15 @@ def _check_hashes(release_dir: str, release: dict) -> None:
                        'again; a Git LFS pointer is not the file).')
 
 
+def _structure(weights: list) -> list:
+  """[name, shape] pairs with the `_<n>` suffixes Keras appends to names already in use.
+
+  Those depend on the models built earlier in the process (the second BertEncoderV2 of a process
+  is `bert_encoder_v2_1`), not on the release.
+  """
+  return [[re.sub(r'_\d+(?=[/:])', '', name), shape] for name, shape in weights]
+
+
 def unpack(release_dir: str, model_dir: str) -> str:
   """Rebuilds a release's model_dir (params.yaml, vocab.txt, ckpt-<step>); returns its prefix.
 
@@ -163,7 +173,7 @@ def unpack(release_dir: str, model_dir: str) -> str:
   pretrainer = _pretrainer(params, os.path.join(release_dir, _PARAMS))
   weights = _weights(pretrainer)
   found = [[w.name, list(w.shape)] for w in weights]
-  if found != release['weights']:
+  if _structure(found) != _structure(release['weights']):
     first = next((i for i, (a, b) in enumerate(zip(found, release['weights'])) if a != b),
                  min(len(found), len(release['weights'])))
     raise ValueError(

@@ -135,10 +135,11 @@ def kept_encoder_config(model_values, params_path, checkpoint_path):
 def built_pretrainer(build, model_config):
   """`build(model_config)` with every variable created (fresh weights)."""
   pretrainer = build(model_config)
-  ones = tf.ones([1, 4], tf.int32)
+  # Two sequences: TACO draws its negatives from the other sequences of the batch.
+  ones = tf.ones([2, 4], tf.int32)
   pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0,
                   masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
-                  masked_lm_weights=tf.ones([1, 1])))
+                  masked_lm_weights=tf.ones([2, 1])))
   return pretrainer
 
 

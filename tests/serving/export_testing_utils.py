@@ -21,8 +21,10 @@ from teams_tf.data import embedded
 from teams_tf.data import pretrain_dataloader
 from teams_tf.data import tokenization
 from teams_tf.models import coco_lm_pretrainer
+from teams_tf.models import taco_pretrainer
 from teams_tf.models import teams_pretrainer
 from teams_tf.tasks import coco_lm_task
+from teams_tf.tasks import taco_task
 from teams_tf.tasks import teams_task
 from tests import testing_utils
 
@@ -78,6 +80,19 @@ def write_coco_lm_pretraining_run(model_dir, vocab_file, seq_length, **model_ove
   return model, _save_pretraining_run(
       model, coco_lm_task.CocoLmPretrainTaskConfig, model_config, model_dir, vocab_file,
       seq_length)
+
+
+def write_taco_pretraining_run(model_dir, vocab_file, seq_length, step=None):
+  """A TACO pretraining model_dir (its negatives come from the batch's other sequences).
+
+  Returns:
+    (pretrainer, checkpoint path).
+  """
+  model_config = testing_utils.tiny_taco_config(encoder=tiny_encoder_config())
+  model = taco_pretrainer.build_taco_pretrainer(model_config, seed=1)
+  return model, _save_pretraining_run(
+      model, taco_task.TacoPretrainTaskConfig, model_config, model_dir, vocab_file, seq_length,
+      step)
 
 
 def _save_pretraining_run(model, task_config_cls, model_config, model_dir, vocab_file,

@@ -109,6 +109,21 @@ class ReleasesTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r'first difference is at weight 3: .*\[7, 7\]'):
       releases.unpack(release_dir, os.path.join(tempfile.mkdtemp(dir=self.work_dir), 'unpacked'))
 
+  def test_a_taco_run_packs_though_its_negatives_need_two_sequences(self):
+    run_dir = os.path.join(self.work_dir, 'taco')
+    utils.write_taco_pretraining_run(run_dir, utils.copy_sample_vocab(self.work_dir),
+                                     seq_length=24, step=_STEP)
+    release_dir = os.path.join(tempfile.mkdtemp(dir=self.work_dir), 'taco_seed1')
+    release = releases.pack(run_dir, release_dir, train_flops=5e12,
+                            about=dict(experiment='taco_tiny'))
+    self.assertEqual(_STEP, release['step'])
+    model_dir = os.path.join(tempfile.mkdtemp(dir=self.work_dir), 'unpacked')
+    releases.unpack(release_dir, model_dir)
+    encoder, *_ = loaders.restore_pretrained_encoder(model_dir)
+    original, *_ = loaders.restore_pretrained_encoder(run_dir)
+    self.assertAllClose(original.weights[0].numpy(), encoder.weights[0].numpy(), rtol=1e-3,
+                        atol=1e-6)
+
   def test_packing_twice_into_one_directory_is_refused(self):
     release_dir, _ = self._release('teams_twice')
     with self.assertRaisesRegex(ValueError, 'already holds a release'):
