@@ -62,21 +62,31 @@ def params(run):
   return config
 
 
+def restored_task_model(task_config, seq_length: int, checkpoint: str, what: str):
+  """The model of a Model Garden pretraining task config, restored from checkpoint root `model`.
+
+  Raises:
+    ValueError: the checkpoint does not hold that model (`what` names it in the message).
+  """
+  model = task_factory.get_task(task_config).build_model()
+  ones = np.ones([1, seq_length], np.int32)
+  model(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones,
+             masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
+             masked_lm_weights=np.ones([1, 1], np.float32)))
+  try:
+    tf.train.Checkpoint(model=model).read(checkpoint).expect_partial(
+    ).assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise ValueError(f'{checkpoint} does not hold {what} of this run: '
+                     f'{" ".join(str(e).split())[:500]}') from e
+  return model
+
+
 def restored_model(run, checkpoint: str):
   """The `BertPretrainerV2` of `params(run)` with the weights of checkpoint prefix `checkpoint`.
 
   Raises:
     ValueError: the checkpoint does not hold that model.
   """
-  task = task_factory.get_task(params(run).task)
-  model = task.build_model()
-  ones = np.ones([1, run.seq_length], np.int32)
-  model(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones,
-             masked_lm_positions=ones[:, :1]))
-  try:
-    tf.train.Checkpoint(model=model).read(checkpoint).expect_partial(
-    ).assert_existing_objects_matched()
-  except (AssertionError, ValueError) as e:
-    raise ValueError(f'{checkpoint} does not hold Model Garden\'s BERT pretrainer of this run: '
-                     f'{" ".join(str(e).split())[:500]}') from e
-  return model
+  return restored_task_model(params(run).task, run.seq_length, checkpoint,
+                             "Model Garden's BERT pretrainer")

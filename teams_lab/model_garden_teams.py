@@ -17,13 +17,10 @@ every field (optimiser included), so nothing of the broken module is needed.
 """
 
 from absl import app
-import numpy as np
-import tensorflow as tf
 
 from official.common import flags as tfm_flags
 from official.core import config_definitions as cfg
 from official.core import exp_factory
-from official.core import task_factory
 from official.nlp import train
 from official.nlp.data import pretrain_dataloader
 from official.projects.teams import teams_task  # Registers TeamsPretrainTask.
@@ -86,18 +83,8 @@ def restored_model(run, checkpoint: str):
   Raises:
     ValueError: the checkpoint does not hold that model.
   """
-  model = task_factory.get_task(params(run).task).build_model()
-  ones = np.ones([1, run.seq_length], np.int32)
-  model(dict(input_word_ids=ones, input_mask=ones, input_type_ids=0 * ones,
-             masked_lm_positions=ones[:, :1], masked_lm_ids=ones[:, :1],
-             masked_lm_weights=np.ones([1, 1], np.float32)))
-  try:
-    tf.train.Checkpoint(model=model).read(checkpoint).expect_partial(
-    ).assert_existing_objects_matched()
-  except (AssertionError, ValueError) as e:
-    raise ValueError(f'{checkpoint} does not hold Model Garden\'s TEAMS pretrainer of this run: '
-                     f'{" ".join(str(e).split())[:500]}') from e
-  return model
+  return model_garden_mlm.restored_task_model(params(run).task, run.seq_length, checkpoint,
+                                              "Model Garden's TEAMS pretrainer")
 
 
 def main():
