@@ -3,7 +3,8 @@
   python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
   python tools/probe_encoders.py --task=stsb --pooling=pair  # sentence similarity
   python tools/probe_encoders.py --encoders=electra --learning_dir=L --out_dir=O  # other runs
-  python tools/probe_encoders.py --releases=all --task=cola  # releases, to benchmarks/finetuning
+  python tools/probe_encoders.py --releases=all --task=cola --glue_dir=../shared/data/glue
+      # the releases, to benchmarks/finetuning
 
 Reuses the learning benchmark's pretraining runs (where its result files say they are) and the
 GLUE records of `tools/replicate.py` (run it first), and writes
@@ -15,8 +16,8 @@ there, so probing one new encoder keeps the others' rows.
 
 With --releases, the encoders are releases of --release_dir (tools/release_encoders.py), one row
 each, and random init in the first one's shape; the records are tools/benchmark_finetuning.py's
-(train without its held-out slice), the report goes to benchmarks/finetuning, and CoLA is scored
-by Matthews correlation.
+(train without its held-out slice; --glue_dir converts them when they are not there yet), the
+report goes to benchmarks/finetuning, and CoLA is scored by Matthews correlation.
 """
 
 import os
@@ -37,6 +38,7 @@ from teams_lab import probing
 from teams_lab import release_finetuning
 from teams_lab import replication
 from teams_tf import registry_imports  # pylint: disable=unused-import
+from teams_tf.finetuning import glue
 from teams_tf.serving import loaders
 from teams_tf.training import releases
 from teams_tf.utils import command_lines
@@ -59,6 +61,9 @@ _RELEASES = flags.DEFINE_list('releases', None, "Releases of --release_dir to pr
                               'every one) instead of the learning benchmark\'s runs.')
 _RELEASE_DIR = flags.DEFINE_string('release_dir', os.path.join(_ROOT, 'benchmarks', 'encoders'),
                                    'Releases (tools/release_encoders.py).')
+_GLUE_DIR = flags.DEFINE_string(
+    'glue_dir', None, 'With --releases: the GLUE download, to convert the tasks for the releases '
+    'where tools/benchmark_finetuning.py has not yet.')
 _WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 'finetuning'),
                                 "tools/benchmark_finetuning.py's --work_dir (its GLUE records).")
 
@@ -90,8 +95,15 @@ def _release_rows():
                      f'(it has {", ".join(sorted(paths)) or "no release"}).')
   with open(os.path.join(paths[names[0]], 'vocab.txt')) as f:
     vocab_size = sum(1 for line in f if line.strip())
-  task_dir = os.path.join(replication.glue_data_dir(
-      _WORK_DIR.value, vocab_size, finetune_protocols.PROTOCOLS['pooled']), _TASK.value)
+  protocol = finetune_protocols.PROTOCOLS['pooled']
+  data_dir = replication.glue_data_dir(_WORK_DIR.value, vocab_size, protocol)
+  if _GLUE_DIR.value:
+    replication.prepare_glue(protocol, _GLUE_DIR.value, os.path.join(paths[names[0]], 'vocab.txt'),
+                             data_dir, glue.convert_tsv)
+  task_dir = os.path.join(data_dir, _TASK.value)
+  if not os.path.exists(os.path.join(task_dir, 'meta_data.json')):
+    raise ValueError(f'{task_dir} has no converted {_TASK.value}: pass --glue_dir (the GLUE '
+                     'download, e.g. ../shared/data/glue) to convert it for the releases.')
   rows = {}
   for name in names + [replication.RANDOM]:
     model_dir = releases.resolve_model_dir(paths[name if name in paths else names[0]])
