@@ -15,7 +15,7 @@ once per protocol with the releases' vocabulary (`replication.prepare_glue`).
 import collections
 import dataclasses
 import os
-from typing import Callable
+from typing import Callable, Optional
 
 from teams_lab import finetune_protocols
 from teams_lab import released_runs
@@ -84,6 +84,29 @@ def encoders(group: Group) -> list[str]:
   return order + ([replication.RANDOM] if random else [])
 
 
+def glue_data(protocol: finetune_protocols.FineTuneProtocol, release: str, work_dir: str,
+              glue_dir: Optional[str], convert: Callable[..., None], log=print) -> str:
+  """The GLUE records' directory for the releases of `release`'s vocabulary under `protocol`.
+
+  Args:
+    protocol: its tasks, T, casing and train subsets.
+    release: one release directory; its vocab.txt tokenizes the tasks.
+    work_dir: where the records go (`replication.glue_data_dir`).
+    glue_dir: the GLUE download, to convert the tasks not converted yet; None converts nothing.
+    convert: as for `replication.prepare_glue`.
+
+  Raises:
+    ValueError: what `replication.prepare_glue` raises.
+  """
+  vocab_file = os.path.join(release, 'vocab.txt')
+  with open(vocab_file) as f:
+    vocab_size = sum(1 for line in f if line.strip())
+  data_dir = replication.glue_data_dir(work_dir, vocab_size, protocol)
+  if glue_dir is not None:
+    replication.prepare_glue(protocol, glue_dir, vocab_file, data_dir, convert, log=log)
+  return data_dir
+
+
 def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, work_dir: str,
             convert: Callable[..., None], unpack: Callable[[str], str],
             log=print) -> list[replication.Replication]:
@@ -110,12 +133,8 @@ def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, 
   found = groups(release_root)
   if not found:
     raise ValueError(f'No release in {release_root}; make them with tools/release_encoders.py.')
-  first = next(iter(found[0].releases.values()))
-  vocab_file = os.path.join(first, 'vocab.txt')
-  with open(vocab_file) as f:
-    vocab_size = sum(1 for line in f if line.strip())
-  data_dir = replication.glue_data_dir(work_dir, vocab_size, protocol)
-  replication.prepare_glue(protocol, glue_dir, vocab_file, data_dir, convert, log=log)
+  data_dir = glue_data(protocol, next(iter(found[0].releases.values())), work_dir, glue_dir,
+                       convert, log=log)
   runs = []
   for group in found:
     run_dirs = {objective: unpack(path) for objective, path in group.releases.items()}

@@ -93,14 +93,9 @@ def _release_rows():
   if unknown or not names:
     raise ValueError(f'--releases: {", ".join(unknown) or "none"} not in {_RELEASE_DIR.value} '
                      f'(it has {", ".join(sorted(paths)) or "no release"}).')
-  with open(os.path.join(paths[names[0]], 'vocab.txt')) as f:
-    vocab_size = sum(1 for line in f if line.strip())
-  protocol = finetune_protocols.PROTOCOLS['pooled']
-  data_dir = replication.glue_data_dir(_WORK_DIR.value, vocab_size, protocol)
-  if _GLUE_DIR.value:
-    replication.prepare_glue(protocol, _GLUE_DIR.value, os.path.join(paths[names[0]], 'vocab.txt'),
-                             data_dir, glue.convert_tsv)
-  task_dir = os.path.join(data_dir, _TASK.value)
+  task_dir = os.path.join(release_finetuning.glue_data(
+      finetune_protocols.PROTOCOLS['pooled'], paths[names[0]], _WORK_DIR.value, _GLUE_DIR.value,
+      glue.convert_tsv), _TASK.value)
   if not os.path.exists(os.path.join(task_dir, 'meta_data.json')):
     raise ValueError(f'{task_dir} has no converted {_TASK.value}: pass --glue_dir (the GLUE '
                      'download, e.g. ../shared/data/glue) to convert it for the releases.')
