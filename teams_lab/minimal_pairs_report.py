@@ -12,7 +12,8 @@ when present, so the table fills in across sessions):
 The report puts, per objective and method, the mean over paradigms of each pretraining run, of
 random init, their gap with a paired bootstrap 95% interval (pairs resampled within each
 paradigm, the same draws for both sides), and whether the gap is real: larger than the spread
-between the two pretraining runs and its interval above 0. The unigram scorer and the BLiMP
+between the two pretraining runs and than the spread between random init's two draws, and its
+interval above 0. The unigram scorer and the BLiMP
 paper's models are the anchors.
 """
 
@@ -141,6 +142,11 @@ def paired_bootstrap(a: Sequence[dict[str, np.ndarray]], b: Sequence[dict[str, n
   return float(low), float(high)
 
 
+def _spread(means: list[float]) -> Optional[float]:
+  """Largest minus smallest of two or more runs' means; None for one run."""
+  return max(means) - min(means) if len(means) > 1 else None
+
+
 def _rows(results: dict[str, dict]) -> list[dict]:
   """One row per (encoder: objective and budget, method): its pretrained runs and random init."""
   groups = collections.defaultdict(list)
@@ -163,12 +169,13 @@ def _rows(results: dict[str, dict]) -> list[dict]:
                  phenomena={k: float(np.mean([r['phenomena'][k] for r in runs]))
                             for k in runs[0]['phenomena']})
       if baseline:
-        spread = max(row['runs']) - min(row['runs']) if len(runs) > 1 else None
+        spread, random_spread = _spread(row['runs']), _spread(row['random_init'])
         row.update(gap=float(np.mean(row['runs']) - np.mean(row['random_init'])),
                    interval=paired_bootstrap([pair_bits(r) for r in runs],
                                              [pair_bits(r) for r in baseline]),
-                   spread=spread)
-        row['real'] = spread is not None and row['gap'] > spread and row['interval'][0] > 0
+                   spread=spread, random_spread=random_spread)
+        row['real'] = (spread is not None and random_spread is not None
+                       and row['gap'] > max(spread, random_spread) and row['interval'][0] > 0)
       rows.append(row)
   return rows
 
@@ -195,11 +202,14 @@ def markdown(results: dict[str, dict], command: str, rows: Optional[list[dict]] 
       'right when the good sentence scores strictly higher; cells are the mean over paradigms '
       '(x 100). Random init: the same methods on fresh weights of the objective\'s shape, one '
       'seed per pretraining run. Gap: pretrained minus random init (means over runs), with a '
-      'paired bootstrap 95% interval over pairs; real: the gap exceeds the spread between the '
-      'two pretraining runs and its interval is above 0.', '',
+      'paired bootstrap 95% interval over pairs; real: the gap exceeds both the spread between '
+      'the two pretraining runs and the spread between random init\'s two draws, and its '
+      'interval is above 0. (The interval counts the sampling of sentences only; a draw of '
+      'random weights prefers one form of a paradigm\'s pairs throughout, so two draws of the '
+      'same shape can differ by points.)', '',
       '| encoder | method | network | pretraining runs | random init | gap (95% interval) | '
-      'run spread | real |',
-      '|---|---|---|---|---|---|---|---|']
+      'run spread | random-init spread | real |',
+      '|---|---|---|---|---|---|---|---|---|']
   for row in rows:
     runs = ' / '.join(_pct(v) for v in row['runs'])
     random = ' / '.join(_pct(v) for v in row['random_init']) or 'not run yet'
@@ -207,11 +217,14 @@ def markdown(results: dict[str, dict], command: str, rows: Optional[list[dict]] 
       gap = (f'{100 * row["gap"]:+.1f} ({100 * row["interval"][0]:+.1f} to '
              f'{100 * row["interval"][1]:+.1f})')
       spread = _pct(row['spread']) if row['spread'] is not None else 'one run'
-      real = 'yes' if row['real'] else ('no' if row['spread'] is not None else '—')
+      random_spread = (_pct(row['random_spread']) if row['random_spread'] is not None
+                       else 'one draw')
+      decided = row['spread'] is not None and row['random_spread'] is not None
+      real = 'yes' if row['real'] else ('no' if decided else '—')
     else:
-      gap = spread = real = '—'
+      gap = spread = random_spread = real = '—'
     lines.append(f'| {row["encoder"]} | {row["method"]} | {row["network"]} | {runs} | {random} '
-                 f'| {gap} | {spread} | {real} |')
+                 f'| {gap} | {spread} | {random_spread} | {real} |')
   lines += ['', '## Anchors', '', '| scorer | mean over paradigms |', '|---|---|']
   if UNIGRAM in results:
     unigram = results[UNIGRAM]['methods'][UNIGRAM]

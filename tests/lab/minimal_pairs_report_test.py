@@ -74,7 +74,7 @@ class MinimalPairsReportTest(tf.test.TestCase):
     # Two runs on a side are averaged per pair before resampling.
     self.assertEqual((0.5, 0.5), report.paired_bootstrap([right, wrong], [wrong]))
 
-  def test_a_gap_is_real_only_beyond_the_run_spread_and_above_zero(self):
+  def test_a_gap_is_real_only_beyond_both_spreads_and_above_zero(self):
     results = {
         'bert_seed1': _result({'masked_lm': {'agreement_1': '11111111', 'island_1': '11111110'}}),
         'bert_seed2': _result({'masked_lm': {'agreement_1': '11111110', 'island_1': '11111111'}}),
@@ -82,6 +82,14 @@ class MinimalPairsReportTest(tf.test.TestCase):
                                                          'island_1': '11110000'}}),
         'bert_random_init_seed2': _result({'masked_lm': {'agreement_1': '11100000',
                                                          'island_1': '11110000'}}),
+        # Two equal runs, far above either random draw's pairs, but random init's two draws lie
+        # further apart than the gap.
+        'taco_seed1': _result({'masked_lm': {'agreement_1': '11111111', 'island_1': '11111110'}}),
+        'taco_seed2': _result({'masked_lm': {'agreement_1': '11111111', 'island_1': '11111110'}}),
+        'taco_random_init_seed1': _result({'masked_lm': {'agreement_1': '11111111',
+                                                         'island_1': '11111111'}}),
+        'taco_random_init_seed2': _result({'masked_lm': {'agreement_1': '00000000',
+                                                         'island_1': '00000000'}}),
         'teams_seed1': _result({'rtd': {'agreement_1': '11110000', 'island_1': '11111000'}}),
         'teams_random_init_seed1': _result({'rtd': {'agreement_1': '11110000',
                                                     'island_1': '11110000'}}),
@@ -92,15 +100,22 @@ class MinimalPairsReportTest(tf.test.TestCase):
     self.assertAllClose([15 / 16, 15 / 16], bert['runs'])
     self.assertAllClose(15 / 16 - (0.5 + 7 / 16) / 2, bert['gap'])
     self.assertEqual((0.0, True), (bert['spread'], bert['real']))
+    self.assertAllClose(1 / 16, bert['random_spread'])
+    taco = rows[('taco', 'masked_lm')]
+    self.assertAllClose([0, 1], [taco['spread'], taco['random_spread']])
+    self.assertAllClose(15 / 16 - 1 / 2, taco['gap'])
+    self.assertGreater(taco['interval'][0], 0.2)
+    self.assertFalse(taco['real'])  # Beyond the run spread and the sentences' interval: not enough.
     teams = rows[('teams', 'rtd')]
     self.assertIsNone(teams['spread'])  # One pretraining run: no spread, no verdict.
     self.assertFalse(teams['real'])
     text = report.markdown(results, 'python tools/benchmark_minimal_pairs.py')
     self.assertIn(
         '| bert | masked_lm | masked_lm network | 93.8 / 93.8 | 50.0 / 43.8 | +46.9', text)
-    self.assertIn('| 0.0 | yes |', text)
+    self.assertIn('| 0.0 | 6.2 | yes |', text)
+    self.assertIn('| 0.0 | 100.0 | no |', text)
     self.assertIn('| teams | rtd | rtd network | 56.2 | 50.0 | +6.2', text)
-    self.assertIn('| one run | — |', text)
+    self.assertIn('| one run | one draw | — |', text)
     self.assertIn('| unigram network | 31.2 |', text)
     self.assertIn('| 5-gram (BLiMP paper) | 58.4 |', text)
     self.assertIn('| bert | masked_lm | 93.8 | 93.8 |', text)  # Per phenomenon.
