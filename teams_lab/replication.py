@@ -193,6 +193,19 @@ def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
   return run_dirs
 
 
+def _same_file_contents(a: str, b: str) -> bool:
+  """Whether files `a` and `b` both exist and hold the same bytes.
+
+  Every release carries its own copy of the corpus vocabulary, so records converted through one
+  release's vocab.txt serve the others' when the two files are the same.
+  """
+  try:
+    with open(a, 'rb') as first, open(b, 'rb') as second:
+      return first.read() == second.read()
+  except OSError:
+    return False
+
+
 def prepare_glue(protocol: finetune_protocols.FineTuneProtocol, glue_dir: str, vocab_file: str,
                  data_dir: str, convert: Callable[..., None], log=print) -> None:
   """Converts each task once to `<data_dir>/<task>`; a task with a meta_data.json is kept.
@@ -207,7 +220,8 @@ def prepare_glue(protocol: finetune_protocols.FineTuneProtocol, glue_dir: str, v
       heldout_examples (e.g. `finetuning.glue.convert_tsv`).
 
   Raises:
-    ValueError: a task folder is missing, or a kept conversion has other settings.
+    ValueError: a task folder is missing, or a kept conversion has other settings (a vocabulary
+      at another path with the same contents is the same setting).
   """
   for task in protocol.tasks:
     fields = dict(vocab_file=os.path.abspath(vocab_file), lower_case=protocol.lower_case,
@@ -221,7 +235,8 @@ def prepare_glue(protocol: finetune_protocols.FineTuneProtocol, glue_dir: str, v
         meta = json.load(f)
       kept = dict(meta, vocab_file=os.path.abspath(meta['vocab_file']),
                   heldout_examples=meta.get('heldout_data_size', 0))
-      differ = {key: kept.get(key) for key, value in fields.items() if kept.get(key) != value}
+      differ = {key: kept.get(key) for key, value in fields.items() if kept.get(key) != value
+                and not (key == 'vocab_file' and _same_file_contents(kept[key], value))}
       if differ:
         raise ValueError(f'{meta_path} was converted with {differ}, not {fields}; remove '
                          f'{output_dir} to convert it again.')

@@ -502,6 +502,26 @@ class ReplicationTest(tf.test.TestCase):
                            max_seq_length=64, max_train_examples=None, heldout_examples=0)
                       for task, folder in (('cola', 'CoLA'), ('stsb', 'STS-B'))],
                      [call.kwargs for call in convert.call_args_list])
+    # Another release's copy of the same vocabulary is the same setting; other tokens are not.
+    vocab = os.path.join(self.get_temp_dir(), 'vocab.txt')
+    copy = os.path.join(self.get_temp_dir(), 'other_release', 'vocab.txt')
+    os.makedirs(os.path.dirname(copy))
+    for path, tokens in ((vocab, '[PAD]\nthe\n'), (copy, '[PAD]\nthe\n')):
+      with open(path, 'w') as f:
+        f.write(tokens)
+    with open(os.path.join(data_dir, 'sst2', 'meta_data.json'), 'w') as f:
+      json.dump(dict(kept, vocab_file=vocab), f)
+    convert.reset_mock()
+    replication.prepare_glue(dataclasses.replace(self.protocol, tasks=('sst2',)), glue_dir, copy,
+                             data_dir, convert, log=lambda _: None)
+    convert.assert_not_called()
+    with open(copy, 'w') as f:
+      f.write('[PAD]\na\n')
+    with self.assertRaisesRegex(ValueError, 'converted with {.vocab_file.: .*remove'):
+      replication.prepare_glue(self.protocol, glue_dir, copy, data_dir, convert,
+                               log=lambda _: None)
+    with open(os.path.join(data_dir, 'sst2', 'meta_data.json'), 'w') as f:
+      json.dump(kept, f)
     with self.assertRaisesRegex(ValueError, "converted with {'max_seq_length': 64}"):
       replication.prepare_glue(dataclasses.replace(self.protocol, max_seq_length=32), glue_dir,
                                'vocab.txt', data_dir, convert, log=lambda _: None)
