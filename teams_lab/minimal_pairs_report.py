@@ -13,8 +13,7 @@ The report puts, per objective and method, the mean over paradigms of each pretr
 random init, their gap with a paired bootstrap 95% interval (pairs resampled within each
 paradigm, the same draws for both sides), and whether the gap is real: larger than the spread
 between the two pretraining runs and than the spread between random init's two draws, and its
-interval above 0. The unigram scorer and the BLiMP
-paper's models are the anchors.
+interval above 0. The unigram scorer and the BLiMP paper's models are the anchors.
 """
 
 import collections

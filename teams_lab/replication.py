@@ -19,9 +19,12 @@ import os
 import time
 from typing import Callable, Optional
 
+import tensorflow as tf
+
 from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_lab import learning_data
+from teams_tf.training import releases
 from teams_tf.utils import atomic_files
 
 RANDOM = 'random'
@@ -193,16 +196,15 @@ def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
   return run_dirs
 
 
-def _same_file_contents(a: str, b: str) -> bool:
-  """Whether files `a` and `b` both exist and hold the same bytes.
+def _same_vocabulary(kept: str, wanted: str) -> bool:
+  """Whether vocabulary files `kept` and `wanted` both exist and have one sha256.
 
-  Every release carries its own copy of the corpus vocabulary, so records converted through one
-  release's vocab.txt serve the others' when the two files are the same.
+  Every release carries its own copy of the corpus vocabulary (hashed as `releases.sha256`), so
+  records converted through one release's vocab.txt serve the others'.
   """
   try:
-    with open(a, 'rb') as first, open(b, 'rb') as second:
-      return first.read() == second.read()
-  except OSError:
+    return releases.sha256(kept) == releases.sha256(wanted)
+  except tf.errors.NotFoundError:
     return False
 
 
@@ -236,7 +238,7 @@ def prepare_glue(protocol: finetune_protocols.FineTuneProtocol, glue_dir: str, v
       kept = dict(meta, vocab_file=os.path.abspath(meta['vocab_file']),
                   heldout_examples=meta.get('heldout_data_size', 0))
       differ = {key: kept.get(key) for key, value in fields.items() if kept.get(key) != value
-                and not (key == 'vocab_file' and _same_file_contents(kept[key], value))}
+                and not (key == 'vocab_file' and _same_vocabulary(kept[key], value))}
       if differ:
         raise ValueError(f'{meta_path} was converted with {differ}, not {fields}; remove '
                          f'{output_dir} to convert it again.')
