@@ -19,6 +19,7 @@ from typing import Optional
 from teams_lab import learning
 from teams_lab import learning_data
 from teams_tf.training import releases
+from teams_tf.utils import file_hashes
 
 # Training minutes of one run at the base budget on 2 AMD EPYC cores, for an objective with no
 # release yet: bert_seed1 73 (9,000 steps), TEAMS-mini 115 (5,939 steps at 0.86 steps/s, measured
@@ -118,7 +119,7 @@ def reuse_vocabulary(work_dir: str, release_root: str, log=print) -> Optional[st
                      f'put the one to train with at {target}.')
   name = next(iter(found))
   source = os.path.join(release_root, name, 'vocab.txt')
-  if releases.sha256(source) != hashes.pop():
+  if file_hashes.sha256(source) != hashes.pop():
     raise ValueError(f'{source} does not match the sha256 in its release.json; restore it '
                      '(git checkout) before training with it.')
   os.makedirs(work_dir, exist_ok=True)

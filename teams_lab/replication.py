@@ -24,8 +24,8 @@ import tensorflow as tf
 from teams_lab import finetune_protocols
 from teams_lab import learning
 from teams_lab import learning_data
-from teams_tf.training import releases
 from teams_tf.utils import atomic_files
+from teams_tf.utils import file_hashes
 
 RANDOM = 'random'
 # Mini variants under test (`learning.mini_runs`), each fine-tuned beside its objective: recipe
@@ -199,11 +199,11 @@ def pretrain(setup: learning.Setup, flops: dict[str, float], encoders,
 def _same_vocabulary(kept: str, wanted: str) -> bool:
   """Whether vocabulary files `kept` and `wanted` both exist and have one sha256.
 
-  Every release carries its own copy of the corpus vocabulary (hashed as `releases.sha256`), so
+  Every release carries its own copy of the corpus vocabulary (hashed as `file_hashes.sha256`), so
   records converted through one release's vocab.txt serve the others'.
   """
   try:
-    return releases.sha256(kept) == releases.sha256(wanted)
+    return file_hashes.sha256(kept) == file_hashes.sha256(wanted)
   except tf.errors.NotFoundError:
     return False
 

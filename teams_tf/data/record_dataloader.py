@@ -8,7 +8,6 @@ Two kinds, both tf.train.Examples with int64 features of static length:
     Garden's own `BertPretrainDataLoader`.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -20,6 +19,7 @@ from official.nlp.data import pretrain_dataloader
 
 from teams_tf.data import input_files
 from teams_tf.data import tokenization
+from teams_tf.utils import file_hashes
 
 # `tools/create_pretraining_data.py` names shards `<prefix>-00000-of-00008.tfrecord` and writes
 # `<prefix>-summary.json` beside them, last.
@@ -55,8 +55,7 @@ def check_records_fit(files: list[str], params, vocab: tokenization.Vocabulary, 
   Raises:
     ValueError: one line naming the record value, the config value, and the fix.
   """
-  with tf.io.gfile.GFile(vocab.path, 'rb') as f:
-    vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
+  vocab_sha256 = file_hashes.sha256(vocab.path)
   for path, summary in _summaries(files).items():
     options = summary.get('options', {})
     kind = summary.get('output_kind')

@@ -19,7 +19,6 @@ The records' features and options: `record_format`.
 
 import dataclasses
 import functools
-import hashlib
 import multiprocessing
 import os
 import shutil
@@ -35,6 +34,7 @@ from teams_tf.data import tokenization
 from teams_tf.preprocessing import record_format
 from teams_tf.preprocessing import sequence_packing
 from teams_tf.utils import atomic_files
+from teams_tf.utils import file_hashes
 from teams_tf.utils import progress
 
 # Sequences masked per tf.data input chunk; bounds memory, never changes the output.
@@ -136,11 +136,6 @@ def _write_shard(task):
 def _existing_outputs(output_dir: str, prefix: str) -> list[str]:
   return sorted(tf.io.gfile.glob(os.path.join(output_dir, f'{prefix}-*-of-*.tfrecord')) +
                 tf.io.gfile.glob(os.path.join(output_dir, f'{prefix}-summary.json')))
-
-
-def _file_sha256(path: str) -> str:
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    return hashlib.sha256(f.read()).hexdigest()
 
 
 def create_pretraining_data(source: corpus.CorpusSource, options: record_format.RecordOptions,
@@ -300,7 +295,7 @@ def _summary(source, files, options, vocab, corpus_stats, packing_stats, names, 
       'shards': [{'file': name, 'records': count} for name, count in zip(names, shard_records)],
       'options': dataclasses.asdict(options),
       'source': dataclasses.asdict(source) | {'num_files': len(files)},
-      'vocab': {'path': vocab.path, 'size': vocab.size, 'sha256': _file_sha256(vocab.path)},
+      'vocab': {'path': vocab.path, 'size': vocab.size, 'sha256': file_hashes.sha256(vocab.path)},
       'counts': {
           'files': corpus_stats.files, 'bytes': corpus_stats.bytes,
           'documents': packing_stats.documents, 'sentences': packing_stats.sentences,

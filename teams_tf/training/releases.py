@@ -15,7 +15,6 @@ as it reads a training run: scoring, probing, fine-tuning (`task.init_checkpoint
 Every number computed from a release is computed from the stored (rounded) values.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -30,6 +29,7 @@ from teams_tf.training import checkpoints
 from teams_tf.training import run_settings
 from teams_tf.utils import atomic_files
 from teams_tf.utils import checkpoint_paths
+from teams_tf.utils import file_hashes
 
 RELEASE_FILE = 'release.json'
 _WEIGHTS = 'weights.npz'
@@ -39,14 +39,6 @@ _DTYPES = ('float16', 'float32')
 # Written last into an unpacked model_dir: without it the directory is an interrupted unpack.
 _UNPACKED = 'unpacked.json'
 _VOCAB_KEYS = ('train_data', 'validation_data')
-
-
-def sha256(path: str) -> str:
-  digest = hashlib.sha256()
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    for block in iter(lambda: f.read(1 << 20), b''):
-      digest.update(block)
-  return digest.hexdigest()
 
 
 def is_release(path: str) -> bool:
@@ -120,7 +112,8 @@ def pack(model_dir: str, release_dir: str, train_flops: float,
       step=checkpoints.global_step(prefix), train_flops=float(train_flops), dtype=dtype,
       num_parameters=int(sum(v.size for v in values.values())),
       weights=[[w.name, list(w.shape)] for w in weights],
-      sha256={_WEIGHTS: sha256(weights_path), _VOCAB: sha256(os.path.join(release_dir, _VOCAB))},
+      sha256={_WEIGHTS: file_hashes.sha256(weights_path),
+              _VOCAB: file_hashes.sha256(os.path.join(release_dir, _VOCAB))},
       source_checkpoint=prefix, about=about or {})
   atomic_files.write_json(os.path.join(release_dir, RELEASE_FILE), release)
   return release
@@ -131,7 +124,7 @@ def _check_hashes(release_dir: str, release: dict) -> None:
     path = os.path.join(release_dir, name)
     if not tf.io.gfile.exists(path):
       raise ValueError(f'{path} is missing: the release {release_dir} is incomplete.')
-    found = sha256(path)
+    found = file_hashes.sha256(path)
     if found != expected:
       raise ValueError(f'{path} has sha256 {found[:12]}..., but {RELEASE_FILE} says '
                        f'{expected[:12]}...: the file was changed or damaged (git checkout it '
