@@ -85,7 +85,11 @@ def _probe(model_dir, random_init, task_dir):
 
 
 def _release_rows():
-  """Probes the releases and random init; returns (rows, the task's records)."""
+  """Probes the releases and random init.
+
+  Returns:
+    (rows, the task's records, every release of --release_dir in the report's order).
+  """
   found = release_finetuning.groups(_RELEASE_DIR.value)
   paths = {os.path.basename(path): path for group in found for path in group.releases.values()}
   names = sorted(paths) if _RELEASES.value == ['all'] else _RELEASES.value
@@ -105,7 +109,7 @@ def _release_rows():
     row = rows[replication.ENCODER_NAMES.get(name, name)] = _probe(
         model_dir, name == replication.RANDOM, task_dir)
     print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
-  return rows, task_dir
+  return rows, task_dir, sorted(paths)
 
 
 def main(argv):
@@ -114,16 +118,17 @@ def main(argv):
     out_dir = (_OUT_DIR.value if _OUT_DIR.present else
                os.path.join(_ROOT, 'benchmarks', 'finetuning'))
     try:
-      scores, task_dir = _release_rows()
+      scores, task_dir, every_release = _release_rows()
     except ValueError as e:
       sys.exit(f'error: {" ".join(str(e).split())}')
     scores = probing.merge_scores(out_dir, _TASK.value, _POOLING.value, scores,
-                                  sorted(scores, key=lambda name: name == 'random init'))
+                                  [replication.ENCODER_NAMES[replication.RANDOM]] + every_release)
+    # The merged table is what probing every release would write, whichever were probed now.
+    command = command_lines.tool_command(__file__, (_TASK, _POOLING), always=(_TASK,))
     pretrain_report.write_results(
         out_dir, probing.result_name(_TASK.value, _POOLING.value),
         probing.markdown(scores, _TASK.value, _POOLING.value, task_dir,
-                         command_lines.tool_command(__file__, (_TASK, _POOLING, _RELEASES),
-                                                    always=(_TASK,))),
+                         f'{command} --releases=all'),
         dict(scores=scores, pooling=_POOLING.value))
     return
   results = learning_report.load_results(_LEARNING_DIR.value)
