@@ -241,7 +241,8 @@ def markdown(judged: list[dict], probes: dict, tasks: tuple[str, ...], command: 
       'seed means), per pretraining run: A minus B with a paired 95% interval, in bold when '
       'decided (interval clear of 0 and gap beyond both cells\' fine-tuning seed spread). An '
       'instrument holds a claim when A is ahead on every pretraining run, reverses it when '
-      'behind on every run, both with at least two runs; one run is provisional.', '',
+      'behind on every run, both with at least two runs, and does not see it when the runs '
+      'disagree or one is level; one run is provisional.', '',
       '## Verdicts', '']
   lines += [f'- {entry["sentence"]}' for entry in judged]
   lines += ['', '## Evidence per pretraining run', '',
