@@ -103,8 +103,10 @@ def finished_cells(out_dir: str, protocol_name: str,
           continue
         if task not in indices:
           indices[task] = _indices(results, task_index)
+        # Only a cell with all its seeds has a seed spread that a gap can be judged against.
         found[(group, encoder, task)] = dict(_cell(task, results, indices[task], resample),
-                                             learning_rate=rate)
+                                             learning_rate=rate,
+                                             complete=len(results) == protocol.seeds)
   return found, groups
 
 
@@ -134,7 +136,8 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
                   and (other, encoder, task) in cells]
         cell['pretraining_spread'] = (float(max(abs(cell['mean'] - m) for m in others))
                                       if others else None)
-        cell['real'] = bool(cell['gap_interval'][0] > 0 and
+        cell['real'] = bool(cell['complete'] and base['complete'] and
+                            cell['gap_interval'][0] > 0 and
                             cell['gap'] > max(cell['spread'], base['spread'],
                                               cell['pretraining_spread'] or 0.0))
       row['tasks'][task] = {key: value for key, value in cell.items() if key != 'draws'}

@@ -288,9 +288,7 @@ def write_report(finetuning_dir: str, protocol: str, minimal_pairs_dir: str, out
   """
   tasks = finetune_protocols.PROTOCOLS[protocol].tasks
   cells, _ = finetuning_report.finished_cells(finetuning_dir, protocol, resample)
-  # A cell judges only with all its fine-tuning seeds: one seed has no spread to beat.
-  seeds = finetune_protocols.PROTOCOLS[protocol].seeds
-  cells = {key: cell for key, cell in cells.items() if cell['seeds'] == seeds}
+  cells = {key: cell for key, cell in cells.items() if cell['complete']}
   judged = judge(blimp_comparisons(minimal_pairs_report.load_results(minimal_pairs_dir)),
                  glue_comparisons(cells), tasks)
   probes = probe_gaps(_probes(finetuning_dir, tasks))
