@@ -11,6 +11,7 @@ from teams_lab import finetune_protocols
 from teams_lab import finetuning_report
 from teams_lab import release_finetuning
 from teams_lab import replication
+from teams_lab import verdicts
 from teams_tf.finetuning import glue_metrics
 
 _DEV = 200
@@ -149,6 +150,38 @@ class ReleaseFinetuningTest(tf.test.TestCase):
     self.assertIn('random init SST-2 acc median 48.5 against the floor 78.0: not met.', text)
     self.assertIn('| cola (mean) | embeddings | layer 1 |\n|---|---:|---:|\n'
                   '| bert_seed1 | 1.0 | 7.4 |\n| random init | 5.0 | 2.1 |', text)
+
+  def test_a_cell_missing_seeds_is_neither_real_nor_judged(self):
+    _release(self.releases, 'electra_seed1', 9.0)
+    runs, _ = self._prepare()
+    fake = FakeSweep({'bert': 0.9, 'electra': 0.5, 'teams': 0.5, 'random': 0.5})
+    replication.run(runs[0], release_finetuning.encoders(release_finetuning.groups(
+        self.releases)[0]), fake, lambda: '', log=lambda _: 0)
+    out_dir = os.path.join(self.root, 'out')
+    group_dir = os.path.join(out_dir, 'pooled', 'seed1')
+    rate, results = finetuning_report.seed_results(
+        finetune_protocols.PROTOCOLS['pooled'], group_dir, 'bert', 'sst2')
+    self.assertLen(results, 5)
+    # A session stopped before BERT's last SST-2 seed: 4 of 5 seeds, still 0.9 against 0.5.
+    os.remove(replication.unit_path(group_dir, replication.Unit('bert', 'sst2', rate, 5)))
+    text = finetuning_report.write_report(out_dir, 'pooled', glue_metrics.resampled_headlines,
+                                          'python tools/benchmark_finetuning.py')
+    with open(os.path.join(out_dir, 'pooled', 'finetuning.json')) as f:
+      rows = {row['encoder']: row for row in json.load(f)['rows']}
+    sst2, cola = rows['bert']['tasks']['sst2'], rows['bert']['tasks']['cola']
+    self.assertEqual((4, False, False), (sst2['seeds'], sst2['complete'], sst2['real']))
+    self.assertGreater(sst2['gap'], 0.3)
+    self.assertEqual((True, True), (cola['complete'], cola['real']))
+    self.assertRegex(text, r'\| seed1 \| BERT \| 90\.0 \[[^|]*, 4 of 5 seeds \|')
+    self.assertRegex(text, r'\| seed1 \| BERT \| \+4\d\.\d \([^|]*\) \| \*\*\+8')  # Not bold.
+    judged = verdicts.write_report(out_dir, 'pooled', os.path.join(self.root, 'no_blimp'),
+                                   self.root, glue_metrics.resampled_headlines,
+                                   'python tools/judge_claims.py')
+    electra = next(entry for entry in judged if entry['claim']['paper'] == 'ELECTRA')
+    # BERT leads on every task; its SST-2 cell, missing a seed, is the one not judged.
+    self.assertEqual({'blimp': '', 'sst2': '', 'cola': 'behind (one run)',
+                      'stsb': 'behind (one run)'},
+                     {name: value['verdict'] for name, value in electra['instruments'].items()})
 
 
 if __name__ == '__main__':
