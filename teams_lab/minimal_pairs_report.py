@@ -80,11 +80,10 @@ def outlook(units: list[Unit], out_dir: str) -> str:
   todo = [unit for unit in units if not os.path.exists(result_path(out_dir, unit))]
   if not todo:
     return f'Every unit is in {out_dir}; rewriting the report only.'
-  seconds = []
-  for unit in units:
-    if unit.name != UNIGRAM and os.path.exists(result_path(out_dir, unit)):
-      with open(result_path(out_dir, unit)) as f:
-        seconds.append(sum(m['seconds'] for m in json.load(f)['methods'].values()))
+  # Every finished model unit of `out_dir`, not only this call's: a new release's units (its model
+  # and random init) have none finished before they run.
+  seconds = [sum(method['seconds'] for method in result['methods'].values())
+             for name, result in load_results(out_dir).items() if name != UNIGRAM]
   minutes = np.mean(seconds) / 60 if seconds else _UNIT_MINUTES
   return (f'This scores {len(todo)} of {len(units)} unit(s) ({", ".join(u.name for u in todo)}), '
           f'about {minutes:.0f} minutes each on 2 cores ({len(todo) * minutes / 60:.1f} hours in '

@@ -56,6 +56,20 @@ class MinimalPairsReportTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, 'not a release name'):
       released_runs.parse_run('bert_final')
 
+  def test_outlook_times_new_units_by_every_finished_one(self):
+    out_dir = tempfile.mkdtemp()
+    units = [report.Unit(name, ()) for name in ('mws_seed2', 'mws_random_init_seed2')]
+    self.assertIn('about 22 minutes each on 2 cores (0.7 hours', report.outlook(units, out_dir))
+    # Two finished units of other releases, of 2 and 4 methods at 60 s each, and the unigram's.
+    for name, methods in (('bert_seed1', ('a', 'b')), ('teams_seed1', ('a', 'b', 'c', 'd')),
+                          ('unigram', ('unigram',))):
+      with open(os.path.join(out_dir, f'{name}.json'), 'w') as f:
+        json.dump(_result({method: {uid: '1' for uid in _UIDS} for method in methods}), f)
+    with open(os.path.join(out_dir, 'minimal_pairs.json'), 'w') as f:
+      json.dump(dict(rows=[]), f)
+    self.assertIn('This scores 2 of 2 unit(s) (mws_seed2, mws_random_init_seed2), about 3 minutes '
+                  'each on 2 cores (0.1 hours', report.outlook(units, out_dir))
+
   def test_paired_bootstrap_is_the_interval_of_the_gap(self):
     rng = np.random.default_rng(1)
     same = {uid: rng.random(500) < 0.6 for uid in _UIDS}
