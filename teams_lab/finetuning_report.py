@@ -225,7 +225,7 @@ def markdown(protocol_name: str, found: list[dict], command: str, out_dir: str) 
                    f'{_pct(cell["median"])} [{_pct(min(cell["values"]))}, '
                    f'{_pct(max(cell["values"]))}] ({_pct(cell["interval"][0])}, '
                    f'{_pct(cell["interval"][1])})' +
-                   ('' if cell['seeds'] == protocol.seeds else
+                   ('' if cell['complete'] else
                     f', {cell["seeds"]} of {protocol.seeds} seeds'))
     lines.append(f'| {row["group"]} | {_name(row["encoder"])} | ' + ' | '.join(cells) + ' |')
   lines += ['', '## Gap to random init', '',
