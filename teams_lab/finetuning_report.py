@@ -8,7 +8,9 @@ comes with a paired bootstrap interval (the same resamples for both) and counts 
 its interval is above 0 and the gap exceeds the fine-tuning seed spread of both sides and, where
 a second pretraining run exists, the spread between the two runs. The floors say whether the
 protocol has the range to see pretraining at all: random init's SST-2 and STS-B medians, CoLA
-runs that predict one class, STS-B runs no better than predicting the mean (dev R^2 <= 0).
+runs that predict one class, STS-B runs no better than predicting the mean (dev R^2 <= 0), and of
+those the ones whose predictions are nearly constant (a collapse onto the mean rather than a weak
+fit).
 """
 
 import json
@@ -26,6 +28,9 @@ from teams_tf.utils import atomic_files
 BOOTSTRAP_DRAWS = 1000
 # Floors of the protocol, from issue 55: random init must reach these dev medians.
 FLOORS = {'sst2': 0.78, 'stsb': 0.55}
+# An STS-B run predicts 'nearly a constant' when its dev predictions' standard deviation is under
+# this fraction of the labels'.
+CONSTANT_PREDICTION_STD = 0.1
 # (task, result, [D, N] dev indices) -> [D] headline metrics (`glue_metrics.resampled_headlines`).
 Resample = Callable[[str, dict, np.ndarray], np.ndarray]
 
@@ -61,6 +66,12 @@ def r_squared(result: dict) -> float:
   return float(1 - np.mean((predictions - labels) ** 2) / np.var(labels))
 
 
+def relative_prediction_std(result: dict) -> float:
+  """Standard deviation of a regression run's dev predictions over its labels': near 0 is a
+  constant prediction, near the Pearson correlation is a calibrated one."""
+  return float(np.std(result['dev_predictions']) / np.std(result['dev_labels']))
+
+
 def _cell(task: str, results: list[dict], indices: np.ndarray, resample: Resample) -> dict:
   values = [replication.headline(result) for result in results]
   draws = np.mean([resample(task, result, indices) for result in results], axis=0)
@@ -69,6 +80,7 @@ def _cell(task: str, results: list[dict], indices: np.ndarray, resample: Resampl
               interval=[float(v) for v in np.percentile(draws, [2.5, 97.5])], draws=draws)
   if task == 'stsb':
     cell['r_squared'] = [r_squared(result) for result in results]
+    cell['relative_prediction_std'] = [relative_prediction_std(result) for result in results]
   else:
     cell['single_class_runs'] = sum(result.get('predicted_classes') == 1 for result in results)
   return cell
@@ -147,7 +159,8 @@ def rows(out_dir: str, protocol_name: str, resample: Resample) -> list[dict]:
 
 def floors(found: list[dict]) -> dict:
   """What the protocol's floors say over `rows`: random init's medians against `FLOORS`, BERT
-  CoLA runs predicting one class, STS-B runs at R^2 <= 0 (of all encoders)."""
+  CoLA runs predicting one class, STS-B runs at R^2 <= 0 per row with their predictions' spread
+  relative to the labels' and the count of nearly constant ones (of all encoders)."""
   random = next((row for row in found if row['encoder'] == replication.RANDOM), None)
   checks = {}
   for task, floor in FLOORS.items():
@@ -157,9 +170,21 @@ def floors(found: list[dict]) -> dict:
   bert = [row['tasks']['cola'] for row in found
           if row['encoder'] == 'bert' and 'cola' in row['tasks']]
   checks['bert_cola_single_class_runs'] = sum(cell['single_class_runs'] for cell in bert)
-  checks['stsb_runs_at_mean_prediction'] = sum(
-      sum(value <= 0 for value in row['tasks']['stsb']['r_squared'])
-      for row in found if 'stsb' in row['tasks'])
+  poor = []
+  for row in found:
+    cell = row['tasks'].get('stsb')
+    if cell is None:
+      continue
+    spreads = [std for r2, std in zip(cell['r_squared'], cell['relative_prediction_std'])
+               if r2 <= 0]
+    if spreads:
+      poor.append(dict(group=row['group'], encoder=row['encoder'], runs=len(spreads),
+                       seeds=cell['seeds'], relative_prediction_std=spreads))
+  checks['stsb_runs_at_r2_le_0'] = dict(
+      total=sum(item['runs'] for item in poor),
+      nearly_constant=sum(std < CONSTANT_PREDICTION_STD
+                          for item in poor for std in item['relative_prediction_std']),
+      rows=poor)
   return checks
 
 
@@ -255,8 +280,15 @@ def markdown(protocol_name: str, found: list[dict], command: str, out_dir: str) 
   # Runs at the rates the sweep did not choose are not counted: they are not reported scores.
   lines.append('- BERT CoLA runs at the chosen rate predicting one class: '
                f'{checks["bert_cola_single_class_runs"]}.')
-  lines.append(f'- STS-B runs at the chosen rate at mean prediction (dev R^2 <= 0): '
-               f'{checks["stsb_runs_at_mean_prediction"]}.')
+  poor = checks['stsb_runs_at_r2_le_0']
+  where = '; '.join(
+      f'{item["group"]} {_name(item["encoder"])}: {item["runs"]} of {item["seeds"]}, predictions\' '
+      f'std {min(item["relative_prediction_std"]):.2f}-{max(item["relative_prediction_std"]):.2f}'
+      " of the labels'" for item in poor['rows'])
+  lines.append(f'- STS-B runs at the chosen rate no better than the mean (dev R^2 <= 0): '
+               f'{poor["total"]}' + (f' ({where})' if where else '') + '; of them predicting '
+               f'nearly a constant (std under {CONSTANT_PREDICTION_STD:.0%} of the labels\'): '
+               f'{poor["nearly_constant"]}.')
   return '\n'.join(lines) + '\n'
 
 

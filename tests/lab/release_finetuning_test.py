@@ -145,11 +145,34 @@ class ReleaseFinetuningTest(tf.test.TestCase):
     self.assertFalse(report['floors']['random_init_sst2']['met'])
     self.assertEqual(0, report['floors']['bert_cola_single_class_runs'])
     # STS-B scores flipped for about half the pairs (random init, TEAMS): R^2 below 0.
-    self.assertEqual(2 * protocol.seeds, report['floors']['stsb_runs_at_mean_prediction'])
+    poor = report['floors']['stsb_runs_at_r2_le_0']
+    self.assertEqual(2 * protocol.seeds, poor['total'])
+    self.assertEqual(0, poor['nearly_constant'])  # Flipped labels spread like the labels.
+    self.assertEqual({'random', 'teams'}, {item['encoder'] for item in poor['rows']})
     self.assertRegex(text, r'\| seed1 \| BERT \| 9\d\.\d \[\d+\.\d, \d+\.\d\] \(')
     self.assertIn('random init SST-2 acc median 48.5 against the floor 78.0: not met.', text)
     self.assertIn('| cola (mean) | embeddings | layer 1 |\n|---|---:|---:|\n'
                   '| bert_seed1 | 1.0 | 7.4 |\n| random init | 5.0 | 2.1 |', text)
+
+  def test_floors_tell_a_collapse_onto_the_mean_from_a_weak_fit(self):
+    labels = np.random.default_rng(0).uniform(0, 5, _DEV)
+    noise = np.random.default_rng(1).normal(0, 1, _DEV)
+    runs = {'constant': labels.mean() + 0.01 * noise,  # R^2 just under 0: the mean, nearly.
+            'weak': labels.mean() + 0.9 * noise,  # Spread but uncorrelated: R^2 far below 0.
+            'good': labels + 0.3 * noise}
+    results = {name: dict(dev_predictions=list(p), dev_labels=list(labels))
+               for name, p in runs.items()}
+    self.assertLessEqual(finetuning_report.r_squared(results['constant']), 0)
+    self.assertLess(finetuning_report.r_squared(results['weak']), -0.2)
+    row = dict(group='seed1', encoder='electra', tasks=dict(stsb=dict(
+        seeds=3, r_squared=[finetuning_report.r_squared(r) for r in results.values()],
+        relative_prediction_std=[finetuning_report.relative_prediction_std(r)
+                                 for r in results.values()])))
+    poor = finetuning_report.floors([row])['stsb_runs_at_r2_le_0']
+    self.assertEqual((2, 1), (poor['total'], poor['nearly_constant']))
+    self.assertEqual(2, poor['rows'][0]['runs'])
+    self.assertAllClose(np.array([0.01, 0.9]) * noise.std() / labels.std(),
+                        poor['rows'][0]['relative_prediction_std'])
 
   def test_a_cell_missing_seeds_is_neither_real_nor_judged(self):
     _release(self.releases, 'electra_seed1', 9.0)
