@@ -60,6 +60,9 @@ class TokenPooling(tf_keras.layers.Layer):
     second = _masked_mean(sequence, real & tf.equal(input_type_ids, 1))
     return tf.concat([first, second, tf.abs(first - second), first * second], axis=-1)
 
+  def get_config(self):
+    return dict(super().get_config(), pooling=self._pooling)
+
 
 def segment_masks(input_mask, input_type_ids):
   """[B, T] input masks of segment A's and segment B's real tokens: an encoder given one of them
@@ -67,6 +70,3 @@ def segment_masks(input_mask, input_type_ids):
   real = tf.cast(input_mask, tf.bool)
   return [tf.cast(real & tf.equal(input_type_ids, segment), input_mask.dtype)
           for segment in (0, 1)]
-
-  def get_config(self):
-    return dict(super().get_config(), pooling=self._pooling)

@@ -57,6 +57,14 @@ class TokenPoolingTest(tf.test.TestCase):
     self.assertAllEqual(mask * (types == 0), first)
     self.assertAllEqual(mask * (types == 1), second)
 
+  def test_a_rebuilt_layer_pools_the_same_way(self):
+    # Keras rebuilds a saved model's layers from get_config: the pooling must survive it.
+    sequence, mask, types = _inputs(4)
+    layer = token_pooling.TokenPooling('segment_pair', name='pool')
+    rebuilt = token_pooling.TokenPooling.from_config(layer.get_config())
+    self.assertEqual('pool', rebuilt.name)
+    self.assertAllClose(layer(sequence, mask, types), rebuilt(sequence, mask, types))
+
   def test_unknown_pooling_names_the_choices(self):
     with self.assertRaisesRegex(ValueError,
                                 "pooling='max'; use one of mean, segment_pair, siamese_cosine"):
