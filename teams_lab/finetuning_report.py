@@ -214,6 +214,27 @@ def _probe_lines(out_dir: str) -> list[str]:
               ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |', '|---|' + '---:|' * depth]
     lines += [f'| {name} | ' + ' | '.join(f'{100 * value:.1f}' for value in row) + ' |'
               for name, row in scores.items()]
+  return lines + _cosine_lines(out_dir)
+
+
+def _cosine_lines(out_dir: str) -> list[str]:
+  """Where the siamese STS-B head starts, from `tools/probe_encoders.py --pooling=cosine`."""
+  name = probing.result_name('stsb', 'cosine')
+  path = os.path.join(out_dir, name + '.json')
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    report = json.load(f)
+  lines = ['', '## Where STS-B fine-tuning starts', '',
+           "The last layer's untrained cos(u, v) of the two sentences' mean tokens, each "
+           "sentence encoded alone, which the siamese head scales by 5: its dev Spearman "
+           "correlation with the labels, and the mean cosine of unrelated pairs (near 100: every "
+           "pair starts near 5), x 100 "
+           f'([{name}.md](../{name}.md)).', '',
+           '| encoder | Spearman of cos(u, v) | unrelated pairs\' cosine |', '|---|---:|---:|']
+  lines += [f'| {encoder} | {100 * row[-1]:.1f} | '
+            f'{100 * report["unrelated_cosine"][encoder][-1]:.1f} |'
+            for encoder, row in report['scores'].items()]
   return lines
 
 

@@ -2,6 +2,7 @@
 
   python tools/probe_encoders.py [--encoders=bert,electra,random] [--task=sst2] [--pooling=cls]
   python tools/probe_encoders.py --task=stsb --pooling=pair  # sentence similarity
+  python tools/probe_encoders.py --releases=all --task=stsb --pooling=cosine  # untrained cosine
   python tools/probe_encoders.py --encoders=electra --learning_dir=L --out_dir=O  # other runs
   python tools/probe_encoders.py --releases=all --task=cola --glue_dir=../shared/data/glue
       # the releases, to benchmarks/finetuning
@@ -50,7 +51,8 @@ flags.register_validator('encoders', lambda names: set(names) <= set(replication
 _TASK = flags.DEFINE_enum('task', 'sst2', list(finetune_protocols.GLUE_TASKS), 'A GLUE task.')
 _POOLING = flags.DEFINE_enum('pooling', 'mean', probing.POOLINGS,
                              "Layers' outputs averaged over the tokens, at [CLS], or per "
-                             'sentence of a pair (STS-B).')
+                             'sentence of a pair (STS-B), probed; or the untrained cosine of '
+                             "a pair's two sentences (STS-B; `teams_lab/probing.py`).")
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'replication'),
                                'Where probes_<task>[_<pooling>].{md,json} go.')
 # The learning benchmark's result files say where its runs are (their `setup`).
@@ -69,7 +71,8 @@ _WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 
 
 
 def _probe(model_dir, random_init, task_dir):
-  """The probe row of the kept encoder of `model_dir` (fresh weights, seed 0, if `random_init`)."""
+  """The report rows of the kept encoder of `model_dir` (fresh weights, seed 0, if
+  `random_init`): {'scores': its probe row}, and with --pooling=cosine its 'unrelated_cosine'."""
   regression = _TASK.value in probing.REGRESSION_TASKS
   train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
                                      finetune_protocols.FineTuneProtocol().max_seq_length,
@@ -79,16 +82,39 @@ def _probe(model_dir, random_init, task_dir):
   if random_init:
     tf_keras.utils.set_random_seed(0)
     encoder = encoder_configs.build_encoder(config)
-  return probing.probe(encoder, train, dev, _POOLING.value, regression,
-                       matthews=_RELEASES.value is not None and
-                       _TASK.value in probing.MATTHEWS_TASKS)
+  if _POOLING.value == 'cosine':
+    correlations, unrelated = probing.cosine_scores(encoder, dev)
+    return dict(scores=correlations, unrelated_cosine=unrelated)
+  return dict(scores=probing.probe(encoder, train, dev, _POOLING.value, regression,
+                                   matthews=_RELEASES.value is not None and
+                                   _TASK.value in probing.MATTHEWS_TASKS))
+
+
+def _add_rows(tables, name, model_dir, random_init, task_dir):
+  """Probes one encoder into `tables` (table -> encoder name -> row) and prints its scores."""
+  for table, row in _probe(model_dir, random_init, task_dir).items():
+    tables.setdefault(table, {})[replication.ENCODER_NAMES.get(name, name)] = row
+  row = tables['scores'][replication.ENCODER_NAMES.get(name, name)]
+  print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
+
+
+def _write(out_dir, tables, order, task_dir, command):
+  """Puts `tables`' rows into the committed report (`probing.merge_scores`) and writes it."""
+  merged = {table: probing.merge_scores(out_dir, _TASK.value, _POOLING.value, rows, order, table)
+            for table, rows in tables.items()}
+  pretrain_report.write_results(
+      out_dir, probing.result_name(_TASK.value, _POOLING.value),
+      probing.markdown(merged['scores'], _TASK.value, _POOLING.value, task_dir, command,
+                       merged.get('unrelated_cosine')),
+      dict(merged, pooling=_POOLING.value))
 
 
 def _release_rows():
   """Probes the releases and random init.
 
   Returns:
-    (rows, the task's records, every release of --release_dir in the report's order).
+    (table -> encoder name -> row, the task's records, every release of --release_dir in the
+    report's order).
   """
   found = release_finetuning.groups(_RELEASE_DIR.value)
   paths = {os.path.basename(path): path for group in found for path in group.releases.values()}
@@ -103,13 +129,11 @@ def _release_rows():
   if not os.path.exists(os.path.join(task_dir, 'meta_data.json')):
     raise ValueError(f'{task_dir} has no converted {_TASK.value}: pass --glue_dir (the GLUE '
                      'download, e.g. ../shared/data/glue) to convert it for the releases.')
-  rows = {}
+  tables = {}
   for name in names + [replication.RANDOM]:
-    model_dir = releases.resolve_model_dir(paths[name if name in paths else names[0]])
-    row = rows[replication.ENCODER_NAMES.get(name, name)] = _probe(
-        model_dir, name == replication.RANDOM, task_dir)
-    print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
-  return rows, task_dir, sorted(paths)
+    _add_rows(tables, name, releases.resolve_model_dir(paths[name if name in paths else names[0]]),
+              name == replication.RANDOM, task_dir)
+  return tables, task_dir, sorted(paths)
 
 
 def main(argv):
@@ -118,18 +142,13 @@ def main(argv):
     out_dir = (_OUT_DIR.value if _OUT_DIR.present else
                os.path.join(_ROOT, 'benchmarks', 'finetuning'))
     try:
-      scores, task_dir, every_release = _release_rows()
+      tables, task_dir, every_release = _release_rows()
     except ValueError as e:
       sys.exit(f'error: {" ".join(str(e).split())}')
-    scores = probing.merge_scores(out_dir, _TASK.value, _POOLING.value, scores,
-                                  [replication.ENCODER_NAMES[replication.RANDOM]] + every_release)
     # The merged table is what probing every release would write, whichever were probed now.
     command = command_lines.tool_command(__file__, (_TASK, _POOLING), always=(_TASK,))
-    pretrain_report.write_results(
-        out_dir, probing.result_name(_TASK.value, _POOLING.value),
-        probing.markdown(scores, _TASK.value, _POOLING.value, task_dir,
-                         f'{command} --releases=all'),
-        dict(scores=scores, pooling=_POOLING.value))
+    _write(out_dir, tables, [replication.ENCODER_NAMES[replication.RANDOM]] + every_release,
+           task_dir, f'{command} --releases=all')
     return
   results = learning_report.load_results(_LEARNING_DIR.value)
   sources = {name: replication.SHAPE_FROM if name == replication.RANDOM else name
@@ -142,22 +161,16 @@ def main(argv):
     setup = learning.Setup(**results[sources[_ENCODERS.value[0]]]['setup'])
     task_dir = os.path.join(replication.glue_data_dir(setup.work_dir, setup.vocab_size),
                             _TASK.value)
-    scores = {}
+    tables = {}
     for name, source in sources.items():
-      run_dir = learning.final_run_dir(learning.Setup(**results[source]['setup']), source,
-                                       results[source])
-      row = scores[replication.ENCODER_NAMES[name]] = _probe(
-          run_dir, name == replication.RANDOM, task_dir)
-      print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
+      _add_rows(tables, name, learning.final_run_dir(learning.Setup(**results[source]['setup']),
+                                                     source, results[source]),
+                name == replication.RANDOM, task_dir)
   except ValueError as e:
     sys.exit(f'error: {" ".join(str(e).split())}')
-  scores = probing.merge_scores(_OUT_DIR.value, _TASK.value, _POOLING.value, scores,
-                                [replication.ENCODER_NAMES[e] for e in replication.ENCODERS])
-  pretrain_report.write_results(
-      _OUT_DIR.value, probing.result_name(_TASK.value, _POOLING.value),
-      probing.markdown(scores, _TASK.value, _POOLING.value, task_dir, command_lines.tool_command(
-          __file__, (_TASK, _POOLING, _LEARNING_DIR, _OUT_DIR), always=(_TASK,))),
-      dict(scores=scores, pooling=_POOLING.value))
+  _write(_OUT_DIR.value, tables, [replication.ENCODER_NAMES[e] for e in replication.ENCODERS],
+         task_dir, command_lines.tool_command(__file__, (_TASK, _POOLING, _LEARNING_DIR, _OUT_DIR),
+                                              always=(_TASK,)))
 
 
 if __name__ == '__main__':

@@ -5,12 +5,14 @@ import json
 import os
 
 import numpy as np
+from scipy import stats
 import tensorflow as tf
 import tf_keras
 
 from official.nlp.configs import encoders
 
 from teams_lab import probing
+from teams_tf.models import pooled_classifier
 from tests import testing_utils
 
 _T = 9
@@ -187,6 +189,44 @@ class ProbingTest(tf.test.TestCase):
     self.assertEqual(0.0, probing.probe_score(np.ones((600, 2)), scores[train],
                                               np.ones((400, 2)), scores[dev], regression=True))
 
+  def test_untrained_cosines_match_numpy_and_see_paraphrases(self):
+    rng = np.random.default_rng(3)
+    path = os.path.join(self.get_temp_dir(), 'dev.tfrecord')
+    input_ids, scores, segments = _paraphrases(rng, 300)
+    _write_records(path, input_ids, scores, segments)
+    dev = probing.glue_records(path, _T, 64, label_type='float')
+    encoder = _tiny_encoder()
+    correlations, unrelated = probing.cosine_scores(encoder, dev)
+    self.assertLen(correlations, 3)
+    self.assertLen(unrelated, 3)
+    # The embeddings row by hand: each sentence's mean word embedding, [CLS] and [SEP]s included.
+    table = encoder.get_embedding_table().numpy().astype(np.float64)
+    ids = np.array(input_ids)
+    u, v = table[ids[:, :5]].mean(axis=1), table[ids[:, 5:]].mean(axis=1)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    ranks = [stats.rankdata(values) for values in (np.sum(u * v, axis=1), scores)]
+    self.assertAllClose(np.corrcoef(*ranks)[0, 1], correlations[0], atol=1e-4)
+    self.assertAllClose(np.mean(np.sum(u * np.roll(v, 1, axis=0), axis=1)), unrelated[0],
+                        atol=1e-4)
+    # Shared words make a pair's embeddings alike: the cosine ranks the scores untrained.
+    self.assertGreater(correlations[0], 0.6)
+    # The last layer's row is where the siamese head starts fine-tuning.
+    head = pooled_classifier.PooledClassifier(encoder, 1, 'siamese_cosine')
+    predictions = np.concatenate([head({key: batch[key] for key in
+                                        ('input_word_ids', 'input_mask', 'input_type_ids')},
+                                       training=False)[:, 0] for batch in dev])
+    self.assertAllClose(stats.spearmanr(predictions, scores)[0], correlations[-1], atol=1e-4)
+    with self.assertRaisesRegex(ValueError, "pooling='cosine' trains no probe"):
+      probing.probe(encoder, dev, dev, 'cosine')
+    markdown = probing.markdown({'tiny': correlations}, 'stsb', 'cosine', '/data/stsb',
+                                'python tools/probe_encoders.py --task=stsb --pooling=cosine',
+                                unrelated={'tiny': unrelated})
+    self.assertStartsWith(markdown, '# Untrained cosine similarity on stsb (sentence pairs)\n')
+    self.assertIn('| tiny | ' + ' | '.join(f'{100 * value:.1f}' for value in unrelated) + ' |',
+                  markdown)
+    self.assertEqual('probes_stsb_cosine', probing.result_name('stsb', 'cosine'))
+
   def test_probing_some_encoders_keeps_the_report_rows_of_the_others(self):
     out_dir = self.get_temp_dir()
     order = ['BERT', 'ELECTRA', 'TEAMS', 'random init']
@@ -195,7 +235,7 @@ class ProbingTest(tf.test.TestCase):
         out_dir, 'sst2', 'cls', {'random init': [0.4], 'BERT': [0.5]}, order))
     with open(os.path.join(out_dir, 'probes_sst2_cls.json'), 'w') as f:
       json.dump({'scores': {'BERT': [0.5], 'ELECTRA': [0.6], 'random init': [0.4]},
-                 'pooling': 'cls'}, f)
+                 'unrelated_cosine': {'BERT': [0.9]}, 'pooling': 'cls'}, f)
     merged = probing.merge_scores(out_dir, 'sst2', 'cls', {'TEAMS': [0.7], 'ELECTRA': [0.65],
                                                             'new': [0.1]}, order)
     # A re-probed encoder's row is replaced, an unlisted one goes last.
@@ -204,6 +244,9 @@ class ProbingTest(tf.test.TestCase):
     # Another pooling's report is another file.
     self.assertEqual({'TEAMS': [0.7]}, probing.merge_scores(out_dir, 'sst2', 'mean',
                                                            {'TEAMS': [0.7]}, order))
+    # A report's second table (the cosine report's unrelated pairs) merges from its own key.
+    self.assertEqual({'BERT': [0.9], 'TEAMS': [0.7]}, probing.merge_scores(
+        out_dir, 'sst2', 'cls', {'TEAMS': [0.7]}, order, key='unrelated_cosine'))
 
   def test_missing_records_name_the_tool_that_writes_them(self):
     with self.assertRaisesRegex(ValueError, 'nothere.tfrecord does not exist: convert the task '

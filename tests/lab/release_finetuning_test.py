@@ -129,6 +129,9 @@ class ReleaseFinetuningTest(tf.test.TestCase):
     out_dir = os.path.join(self.root, 'out')
     with open(os.path.join(out_dir, 'probes_cola.json'), 'w') as f:
       json.dump(dict(scores={'bert_seed1': [0.01, 0.074], 'random init': [0.05, 0.021]}), f)
+    with open(os.path.join(out_dir, 'probes_stsb_cosine.json'), 'w') as f:
+      json.dump(dict(scores={'bert_seed1': [0.5, 0.604]},
+                     unrelated_cosine={'bert_seed1': [0.3, 0.776]}), f)
     text = finetuning_report.write_report(out_dir, 'pooled', glue_metrics.resampled_headlines,
                                           'python tools/benchmark_finetuning.py')
     with open(os.path.join(out_dir, 'pooled', 'finetuning.json')) as f:
@@ -153,6 +156,9 @@ class ReleaseFinetuningTest(tf.test.TestCase):
     self.assertIn('random init SST-2 acc median 48.5 against the floor 78.0: not met.', text)
     self.assertIn('| cola (mean) | embeddings | layer 1 |\n|---|---:|---:|\n'
                   '| bert_seed1 | 1.0 | 7.4 |\n| random init | 5.0 | 2.1 |', text)
+    # Where STS-B fine-tuning starts: the cosine probe's last layer.
+    self.assertIn("| encoder | Spearman of cos(u, v) | unrelated pairs' cosine |\n|---|---:|---:|\n"
+                  '| bert_seed1 | 60.4 | 77.6 |', text)
 
   def test_floors_tell_a_collapse_onto_the_mean_from_a_weak_fit(self):
     labels = np.random.default_rng(0).uniform(0, 5, _DEV)
