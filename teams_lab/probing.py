@@ -242,8 +242,9 @@ def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: 
         [f'# Untrained cosine similarity on {task} (sentence pairs)', '',
          f'`{command}`: dev Spearman correlation x 100 of cos(u, v) with the labels, u and v '
          "the two sentences' mean-pooled word embeddings or layer outputs of each frozen "
-         "encoder, nothing learned: what the `pooled` protocol's STS-B head, 5 x cos(u, v), "
-         f'starts fine-tuning from ({data_dir}; `teams_lab/probing.py`).', ''] + _table(scores) +
+         "encoder (each sentence's layers from a pass of its own), nothing learned: what the "
+         "`pooled` protocol's STS-B head, 5 x cos(u, v), starts fine-tuning from "
+         f'({data_dir}; `teams_lab/probing.py`).', ''] + _table(scores) +
         ['', 'Mean cosine x 100 of unrelated pairs (each first sentence against the previous '
          "pair's second): near 100, every sentence points the same way and the head starts "
          'with every pair near 5.', ''] + _table(unrelated)) + '\n'
