@@ -13,7 +13,6 @@ those the ones whose predictions are nearly constant (a collapse onto the mean r
 fit).
 """
 
-import json
 import os
 from typing import Callable, Optional
 
@@ -197,12 +196,9 @@ def _probe_lines(out_dir: str) -> list[str]:
   floor) and each layer, per encoder."""
   lines = []
   for task, pooling in PROBES:
-    path = os.path.join(out_dir, probing.result_name(task, pooling) + '.json')
-    if not os.path.exists(path):
+    report = probing.read_report(out_dir, task, pooling)
+    if not report:
       continue
-    with open(path) as f:
-      scores = json.load(f)['scores']
-    depth = max(len(row) for row in scores.values())
     if not lines:
       lines = ['', '## Frozen probes', '',
                'A linear model on frozen features of each encoder (`tools/probe_encoders.py '
@@ -210,21 +206,16 @@ def _probe_lines(out_dir: str) -> list[str]:
                'mean-pooled), Spearman correlation of a ridge regression on [|u - v|, u * v] of '
                'the two sentences\' means (STS-B) x 100; random init\'s embeddings column is the '
                'bag-of-random-words floor, its layers the random-layer floor.']
-    lines += ['', f'| {task} ({pooling}) | embeddings | ' +
-              ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |', '|---|' + '---:|' * depth]
-    lines += [f'| {name} | ' + ' | '.join(f'{100 * value:.1f}' for value in row) + ' |'
-              for name, row in scores.items()]
+    lines += [''] + probing.table(report['scores'], f'{task} ({pooling})')
   return lines + _cosine_lines(out_dir)
 
 
 def _cosine_lines(out_dir: str) -> list[str]:
   """Where the siamese STS-B head starts, from `tools/probe_encoders.py --pooling=cosine`."""
-  name = probing.result_name('stsb', 'cosine')
-  path = os.path.join(out_dir, name + '.json')
-  if not os.path.exists(path):
+  report = probing.read_report(out_dir, 'stsb', 'cosine')
+  if not report:
     return []
-  with open(path) as f:
-    report = json.load(f)
+  name = probing.result_name('stsb', 'cosine')
   lines = ['', '## Where STS-B fine-tuning starts', '',
            "The last layer's untrained cos(u, v) of the two sentences' mean tokens, each "
            "sentence encoded alone, which the siamese head scales by 5: its dev Spearman "

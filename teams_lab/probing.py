@@ -198,6 +198,15 @@ def result_name(task: str, pooling: str) -> str:
   return f'probes_{task}{"" if pooling == "mean" else "_" + pooling}'
 
 
+def read_report(out_dir: str, task: str, pooling: str) -> dict:
+  """The committed `<out_dir>/<result_name>.json` of a probe; {} when it has not run."""
+  path = os.path.join(out_dir, result_name(task, pooling) + '.json')
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    return json.load(f)
+
+
 def merge_scores(out_dir: str, task: str, pooling: str, scores: dict[str, list[float]],
                  order, key: str = 'scores') -> dict[str, list[float]]:
   """The rows of the committed `<out_dir>/<result_name>.json` (its table `key`) with `scores`'
@@ -214,20 +223,18 @@ def merge_scores(out_dir: str, task: str, pooling: str, scores: dict[str, list[f
   Returns:
     Encoder name -> row, in `order`.
   """
-  path = os.path.join(out_dir, result_name(task, pooling) + '.json')
-  merged = {}
-  if os.path.exists(path):
-    with open(path) as f:
-      merged = json.load(f).get(key, {})
+  merged = read_report(out_dir, task, pooling).get(key, {})
   merged.update(scores)
   rank = {name: i for i, name in enumerate(order)}
   return dict(sorted(merged.items(), key=lambda item: rank.get(item[0], len(rank))))
 
 
-def _table(scores: dict[str, list[float]]) -> list[str]:
+def table(scores: dict[str, list[float]], label: str = 'encoder') -> list[str]:
+  """Markdown lines of one probe table: a row per encoder, a column per layer (x 100), `label`
+  heading the encoder column."""
   depth = max(len(row) for row in scores.values())
-  lines = ['| encoder | embeddings | ' + ' | '.join(f'layer {i}' for i in range(1, depth)) + ' |',
-           '|---|' + '---:|' * depth]
+  lines = [f'| {label} | embeddings | ' + ' | '.join(f'layer {i}' for i in range(1, depth)) +
+           ' |', '|---|' + '---:|' * depth]
   return lines + [f'| {name} | ' + ' | '.join(f'{100 * value:.1f}' for value in row) + ' |'
                   for name, row in scores.items()]
 
@@ -244,10 +251,10 @@ def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: 
          "the two sentences' mean-pooled word embeddings or layer outputs of each frozen "
          "encoder (each sentence's layers from a pass of its own), nothing learned: what the "
          "`pooled` protocol's STS-B head, 5 x cos(u, v), starts fine-tuning from "
-         f'({data_dir}; `teams_lab/probing.py`).', ''] + _table(scores) +
+         f'({data_dir}; `teams_lab/probing.py`).', ''] + table(scores) +
         ['', 'Mean cosine x 100 of unrelated pairs (each first sentence against the previous '
          "pair's second): near 100, every sentence points the same way and the head starts "
-         'with every pair near 5.', ''] + _table(unrelated)) + '\n'
+         'with every pair near 5.', ''] + table(unrelated)) + '\n'
   regression = task in REGRESSION_TASKS
   preamble = (f'`{command}`: dev '
               f'{"Spearman correlation" if regression else METRIC_NAMES.get(task, "accuracy")}'
@@ -257,4 +264,4 @@ def markdown(scores: dict[str, list[float]], task: str, pooling: str, data_dir: 
               + ('mean-pooled and at [CLS] respectively' if pooling == 'cls' else _POOLED[pooling])
               + f' ({data_dir}; `teams_lab/probing.py`).')
   title = '' if pooling == 'mean' else f' ({"[CLS]" if pooling == "cls" else "sentence pairs"})'
-  return '\n'.join([f'# Linear probes on {task}{title}', '', preamble, ''] + _table(scores)) + '\n'
+  return '\n'.join([f'# Linear probes on {task}{title}', '', preamble, ''] + table(scores)) + '\n'

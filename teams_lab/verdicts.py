@@ -17,7 +17,6 @@ they keep no predictions to resample, so they carry no interval and decide nothi
 
 import collections
 import dataclasses
-import json
 import os
 from typing import Optional
 
@@ -267,10 +266,9 @@ def _probes(finetuning_dir: str, tasks: tuple[str, ...]) -> dict:
   """Task -> the probe file's scores, for the probes of `finetuning_report.PROBES` found."""
   found = {}
   for task, pooling in finetuning_report.PROBES:
-    path = os.path.join(finetuning_dir, probing.result_name(task, pooling) + '.json')
-    if task in tasks and os.path.exists(path):
-      with open(path) as f:
-        found[task] = json.load(f)['scores']
+    report = probing.read_report(finetuning_dir, task, pooling) if task in tasks else {}
+    if report:
+      found[task] = report['scores']
   return found
 
 

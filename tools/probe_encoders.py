@@ -74,28 +74,31 @@ def _probe(model_dir, random_init, task_dir):
   """The report rows of the kept encoder of `model_dir` (fresh weights, seed 0, if
   `random_init`): {'scores': its probe row}, and with --pooling=cosine its 'unrelated_cosine'."""
   regression = _TASK.value in probing.REGRESSION_TASKS
-  train, dev = (probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
-                                     finetune_protocols.FineTuneProtocol().max_seq_length,
-                                     label_type='float' if regression else 'int')
-                for split in ('train', 'dev'))
+
+  def records(split):
+    return probing.glue_records(os.path.join(task_dir, f'{split}.tfrecord'),
+                                finetune_protocols.FineTuneProtocol().max_seq_length,
+                                label_type='float' if regression else 'int')
+
   encoder, config, _, _ = loaders.restore_pretrained_encoder(model_dir)
   if random_init:
     tf_keras.utils.set_random_seed(0)
     encoder = encoder_configs.build_encoder(config)
-  if _POOLING.value == 'cosine':
-    correlations, unrelated = probing.cosine_scores(encoder, dev)
+  if _POOLING.value == 'cosine':  # Learns nothing: dev alone.
+    correlations, unrelated = probing.cosine_scores(encoder, records('dev'))
     return dict(scores=correlations, unrelated_cosine=unrelated)
-  return dict(scores=probing.probe(encoder, train, dev, _POOLING.value, regression,
+  return dict(scores=probing.probe(encoder, records('train'), records('dev'), _POOLING.value,
+                                   regression,
                                    matthews=_RELEASES.value is not None and
                                    _TASK.value in probing.MATTHEWS_TASKS))
 
 
 def _add_rows(tables, name, model_dir, random_init, task_dir):
   """Probes one encoder into `tables` (table -> encoder name -> row) and prints its scores."""
-  for table, row in _probe(model_dir, random_init, task_dir).items():
+  rows = _probe(model_dir, random_init, task_dir)
+  for table, row in rows.items():
     tables.setdefault(table, {})[replication.ENCODER_NAMES.get(name, name)] = row
-  row = tables['scores'][replication.ENCODER_NAMES.get(name, name)]
-  print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in row), flush=True)
+  print(f'{name}: ' + ', '.join(f'{100 * value:.1f}' for value in rows['scores']), flush=True)
 
 
 def _write(out_dir, tables, order, task_dir, command):
