@@ -40,6 +40,11 @@ class PooledClassifier(tf_keras.Model):
     if regression_std <= 0:
       raise ValueError(f'regression_std={regression_std} must be positive.')
     inputs = _named_inputs(network)
+    # No pooled head reads the encoder's [CLS] pooler: out of the optimizer, it is no longer
+    # reported as variables without gradients, and it stays in the checkpoint. Not every Model
+    # Garden encoder has one.
+    if getattr(network, 'pooler_layer', None) is not None:
+      network.pooler_layer.trainable = False
     pool = token_pooling.TokenPooling(pooling, name='token_pooling')
     if pooling in token_pooling.SIAMESE:
       if num_classes != 1:

@@ -96,6 +96,22 @@ class PooledHeadTest(tf.test.TestCase):
       self.assertEqual([width, 2], model.get_layer('sentence_prediction').kernel.shape.as_list())
       self.assertEqual((_BATCH, 2), model(_batch(np.zeros(_BATCH))).shape)
 
+  def test_every_trainable_weight_of_a_pooled_head_gets_a_gradient(self):
+    for pooling in ('mean', 'siamese_cosine'):
+      task = _task(1, pooling=pooling)
+      model = task.build_model()
+      batch = _batch(np.ones(_BATCH, np.float32))
+      with tf.GradientTape() as tape:
+        loss = task.build_losses(batch, model(batch, training=True))
+      grads = tape.gradient(loss, model.trainable_weights)
+      self.assertEqual([], [w.name for w, g in zip(model.trainable_weights, grads) if g is None],
+                       pooling)
+      # The untrained [CLS] pooler is still saved with the encoder.
+      pooler = model.checkpoint_items['encoder'].pooler_layer
+      self.assertNotEmpty(pooler.weights)
+      self.assertContainsSubset([w.name for w in pooler.weights],
+                                [w.name for w in model.checkpoint_items['encoder'].weights])
+
   def test_regression_is_in_label_units_with_the_loss_on_standardized_targets(self):
     tf_keras.utils.set_random_seed(0)
     task = _task(1, pooling='mean', regression_mean=2.7, regression_std=1.5)
