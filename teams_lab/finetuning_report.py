@@ -293,10 +293,14 @@ def markdown(protocol_name: str, found: list[dict], command: str, out_dir: str) 
   lines.append('- BERT CoLA runs at the chosen rate predicting one class: '
                f'{checks["bert_cola_single_class_runs"]}.')
   poor = checks['stsb_runs_at_r2_le_0']
+
+  def stds(values):
+    low, high = f'{min(values):.2f}', f'{max(values):.2f}'
+    return low if low == high else f'{low}-{high}'
+
   where = '; '.join(
       f'{item["group"]} {_name(item["encoder"])}: {item["runs"]} of {item["seeds"]}, predictions\' '
-      f'std {min(item["relative_prediction_std"]):.2f}-{max(item["relative_prediction_std"]):.2f}'
-      " of the labels'" for item in poor['rows'])
+      f'std {stds(item["relative_prediction_std"])} of the labels\'' for item in poor['rows'])
   lines.append(f'- STS-B runs at the chosen rate no better than the mean (dev R^2 <= 0): '
                f'{poor["total"]}' + (f' ({where})' if where else '') + '; of them predicting '
                f'nearly a constant (std under {CONSTANT_PREDICTION_STD:.0%} of the labels\'): '
