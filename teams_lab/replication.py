@@ -114,19 +114,22 @@ def choose_learning_rate(protocol: finetune_protocols.FineTuneProtocol, out_dir:
 
 
 def plan(protocol: finetune_protocols.FineTuneProtocol, out_dir: str, encoders) -> list[Unit]:
-  """Every unit in run order: seed 1 at each rate for all encoders, then seeds 2..N.
+  """Every unit in run order: encoder by encoder, seed 1 at each rate, then seeds 2..N.
 
-  Seeds 2..N have `learning_rate` None until their seed 1 has tried the whole grid, so the
-  list always has len(encoders) x len(tasks) x (len(learning_rates) + seeds - 1) units.
+  One encoder's cells are complete before the next begins, so a run stopped at any point
+  leaves whole encoders to report and judge (a cell missing seeds is neither), not every
+  encoder's sweep and no finished cell. Seeds 2..N have `learning_rate` None until their seed 1
+  has tried the whole grid, so the list always has
+  len(encoders) x len(tasks) x (len(learning_rates) + seeds - 1) units.
   """
-  first = [Unit(encoder, task, rate, 1) for encoder in encoders for task in protocol.tasks
-           for rate in protocol.learning_rates]
-  later = []
+  units = []
   for encoder in encoders:
+    units += [Unit(encoder, task, rate, 1) for task in protocol.tasks
+              for rate in protocol.learning_rates]
     for task in protocol.tasks:
       rate = choose_learning_rate(protocol, out_dir, encoder, task)
-      later += [Unit(encoder, task, rate, seed) for seed in range(2, protocol.seeds + 1)]
-  return first + later
+      units += [Unit(encoder, task, rate, seed) for seed in range(2, protocol.seeds + 1)]
+  return units
 
 
 # Minutes each stage took alone on 2 cores (README, benchmarks/learning/learning.md), for the

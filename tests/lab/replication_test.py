@@ -154,13 +154,15 @@ class ReplicationTest(tf.test.TestCase):
     units = [(f['output_dir'].split(os.sep)[-3], f['tasks'][0], f['params_override'],
               f['seeds']) for f in fake.calls]
     field = finetune_protocols.LEARNING_RATE_FIELD
-    stage_one = [(encoder, task, f'{field}={rate}', '1,') for encoder in ('teams', 'random')
-                 for task in ('sst2', 'cola', 'stsb') for rate in (1e-4, 3e-4)]
-    stage_two = [(encoder, task, f'{field}={rate}', f'{seed},') for encoder in ('teams', 'random')
-                 for task, rate in (('sst2', 3e-4), ('cola', 1e-4), ('stsb', 1e-4))
-                 for seed in (2, 3)]
-    self.assertEqual(stage_one + stage_two, units)
-    teams, random = fake.calls[0], fake.calls[6]
+    expected = []
+    for encoder in ('teams', 'random'):  # One encoder's cells complete before the next starts.
+      expected += [(encoder, task, f'{field}={rate}', '1,') for task in ('sst2', 'cola', 'stsb')
+                   for rate in (1e-4, 3e-4)]
+      expected += [(encoder, task, f'{field}={rate}', f'{seed},')
+                   for task, rate in (('sst2', 3e-4), ('cola', 1e-4), ('stsb', 1e-4))
+                   for seed in (2, 3)]
+    self.assertEqual(expected, units)
+    teams, random = fake.calls[0], fake.calls[12]
     self.assertEqual((self.run_dirs['teams'], None), (teams['init_checkpoint'],
                                                       teams['encoder_from']))
     self.assertEqual(('', self.run_dirs['bert']), (random['init_checkpoint'],
@@ -174,7 +176,7 @@ class ReplicationTest(tf.test.TestCase):
     self.assertEqual((0.63, 3e-4, 'random', None),
                      (committed['metrics']['accuracy'], committed['learning_rate'],
                       committed['encoder'], committed['settings']['pretraining_flops']))
-    self.assertIn('[7/24] random sst2 lr 1e-4 seed 1', lines)
+    self.assertIn('[13/24] random sst2 lr 1e-4 seed 1', lines)
     self.assertIn('done teams sst2 lr 1e-4 seed 1: dev accuracy 0.5100 in 1.0 min; 23 unit(s) '
                   'left, ETA 0.4 h', lines)
     self.assertLen(reports, 24)
