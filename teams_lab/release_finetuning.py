@@ -84,6 +84,41 @@ def encoders(group: Group) -> list[str]:
   return order + ([replication.RANDOM] if random else [])
 
 
+def select(found: list[Group], group_names: Optional[list[str]],
+           encoder_names: Optional[list[str]]) -> list[tuple[Group, list[str]]]:
+  """The (group, encoders) to fine-tune, in the order asked for.
+
+  Args:
+    found: `groups`.
+    group_names: only these groups (`group_name`), in the release order; None keeps every group.
+    encoder_names: only these encoders, in this order (so the unit that decides a claim can run
+      first); None keeps each group's `encoders`.
+
+  Raises:
+    ValueError: a group or an encoder in none of the selected groups (a typo would otherwise
+      fine-tune nothing and say nothing).
+  """
+  unknown = sorted(set(group_names or ()) - {group.name for group in found})
+  if unknown:
+    raise ValueError(f'No group {", ".join(unknown)} in the releases; they hold '
+                     f'{", ".join(group.name for group in found)}.')
+  chosen = [group for group in found if not group_names or group.name in group_names]
+  available = {encoder for group in chosen for encoder in encoders(group)}
+  unknown = [encoder for encoder in encoder_names or () if encoder not in available]
+  if unknown:
+    raise ValueError(f'No encoder {", ".join(unknown)} in the groups '
+                     f'{", ".join(group.name for group in chosen)}; they hold '
+                     f'{", ".join(sorted(available))}.')
+  work = []
+  for group in chosen:
+    names = encoders(group)
+    if encoder_names:
+      names = [encoder for encoder in encoder_names if encoder in names]
+    if names:
+      work.append((group, names))
+  return work
+
+
 def glue_data(protocol: finetune_protocols.FineTuneProtocol, release: str, work_dir: str,
               glue_dir: Optional[str], convert: Callable[..., None], log=print) -> str:
   """The GLUE records' directory for the releases of `release`'s vocabulary under `protocol`.

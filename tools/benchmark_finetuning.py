@@ -43,7 +43,8 @@ _WORK_DIR = flags.DEFINE_string('work_dir', command_lines.scratch_dir(__file__, 
 _OUT_DIR = flags.DEFINE_string('out_dir', os.path.join(_ROOT, 'benchmarks', 'finetuning'),
                                'Committed unit results and the report.')
 _GROUPS = flags.DEFINE_list('groups', None, 'Only these groups of releases (seed1, 3x_seed1).')
-_ENCODERS = flags.DEFINE_list('encoders', None, 'Only these encoders (objectives, random).')
+_ENCODERS = flags.DEFINE_list('encoders', None,
+                              'Only these encoders (objectives, random), in this order.')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False, 'Only rewrite the report.')
 
 
@@ -60,10 +61,10 @@ def main(argv):
           _PROTOCOL.value, _RELEASE_DIR.value,
           command_lines.required(_GLUE_DIR, '../shared/data/glue'), _OUT_DIR.value, _WORK_DIR.value,
           glue.convert_tsv, releases.resolve_model_dir)
-      work = [(run, [encoder for encoder in release_finetuning.encoders(group)
-                     if not _ENCODERS.value or encoder in _ENCODERS.value])
-              for group, run in zip(release_finetuning.groups(_RELEASE_DIR.value), runs)
-              if not _GROUPS.value or group.name in _GROUPS.value]
+      found = release_finetuning.groups(_RELEASE_DIR.value)
+      run_of = {group.name: run for group, run in zip(found, runs)}
+      work = [(run_of[group.name], encoders) for group, encoders
+              in release_finetuning.select(found, _GROUPS.value, _ENCODERS.value)]
       print(release_finetuning.outlook(work), flush=True)
       for run, encoders in work:
         print(f'group {os.path.basename(run.out_dir)}: {", ".join(encoders)}', flush=True)

@@ -107,6 +107,28 @@ class ReleaseFinetuningTest(tf.test.TestCase):
     self.assertEqual(self._unpack(os.path.join(self.releases, 'teams_seed2')),
                      runs[1].run_dirs['teams'])
 
+  def test_selection_follows_the_order_asked_and_names_a_typo(self):
+    found = release_finetuning.groups(self.releases)
+
+    def names(work):
+      return [(group.name, encoders) for group, encoders in work]
+
+    self.assertEqual([('seed1', ['bert', 'teams', 'random']), ('seed2', ['teams']),
+                      ('3x_seed1', ['bert'])], names(release_finetuning.select(found, None, None)))
+    # The order given, not the release order, so the deciding unit runs first; groups without
+    # any asked encoder drop out.
+    self.assertEqual([('seed1', ['random', 'bert']), ('3x_seed1', ['bert'])],
+                     names(release_finetuning.select(found, None, ['random', 'bert'])))
+    self.assertEqual([('seed2', ['teams'])],
+                     names(release_finetuning.select(found, ['seed2'], ['teams'])))
+    with self.assertRaisesRegex(ValueError, 'No encoder berd in the groups seed1, seed2, 3x_seed1; '
+                                'they hold bert, random, teams'):
+      release_finetuning.select(found, None, ['bert', 'berd'])
+    with self.assertRaisesRegex(ValueError, 'No encoder bert in the groups seed2'):
+      release_finetuning.select(found, ['seed2'], ['bert'])
+    with self.assertRaisesRegex(ValueError, 'No group seed3 in the releases; they hold seed1'):
+      release_finetuning.select(found, ['seed3'], None)
+
   def test_bad_release_sets_are_one_clear_error(self):
     with self.assertRaisesRegex(ValueError, "Unknown protocol 'best'; use one of cls_head"):
       self._prepare('best')
