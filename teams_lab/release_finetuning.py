@@ -102,21 +102,19 @@ def select(found: list[Group], group_names: Optional[list[str]],
   if unknown:
     raise ValueError(f'No group {", ".join(unknown)} in the releases; they hold '
                      f'{", ".join(group.name for group in found)}.')
-  chosen = [group for group in found if not group_names or group.name in group_names]
-  available = {encoder for group in chosen for encoder in encoders(group)}
+  chosen = [(group, encoders(group)) for group in found
+            if not group_names or group.name in group_names]
+  available = {encoder for _, names in chosen for encoder in names}
   unknown = [encoder for encoder in encoder_names or () if encoder not in available]
   if unknown:
     raise ValueError(f'No encoder {", ".join(unknown)} in the groups '
-                     f'{", ".join(group.name for group in chosen)}; they hold '
+                     f'{", ".join(group.name for group, _ in chosen)}; they hold '
                      f'{", ".join(sorted(available))}.')
-  work = []
-  for group in chosen:
-    names = encoders(group)
-    if encoder_names:
-      names = [encoder for encoder in encoder_names if encoder in names]
-    if names:
-      work.append((group, names))
-  return work
+  if not encoder_names:
+    return chosen
+  work = [(group, [encoder for encoder in encoder_names if encoder in names])
+          for group, names in chosen]
+  return [(group, names) for group, names in work if names]
 
 
 def glue_data(protocol: finetune_protocols.FineTuneProtocol, release: str, work_dir: str,
