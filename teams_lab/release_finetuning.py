@@ -56,9 +56,11 @@ def groups(release_root: str) -> list[Group]:
   """The releases under `release_root`, grouped; base budget first, then by seed.
 
   Raises:
-    ValueError: releases of other vocabularies (their GLUE records would differ).
+    ValueError: no release, or releases of other vocabularies (their GLUE records would differ).
   """
   found = released_runs.releases_in(release_root)
+  if not found:
+    raise ValueError(f'No release in {release_root}; make them with tools/release_encoders.py.')
   vocabularies = {release['sha256']['vocab.txt'] for release in found.values()}
   if len(vocabularies) > 1:
     raise ValueError(f'The releases in {release_root} have {len(vocabularies)} vocabularies; '
@@ -140,15 +142,15 @@ def glue_data(protocol: finetune_protocols.FineTuneProtocol, release: str, work_
   return data_dir
 
 
-def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, work_dir: str,
+def prepare(protocol_name: str, chosen: list[Group], glue_dir: str, out_dir: str, work_dir: str,
             convert: Callable[..., None], unpack: Callable[[str], str],
             log=print) -> list[replication.Replication]:
-  """One `replication.Replication` per group, its GLUE records converted and its committed
-  results checked (`replication.check_committed`).
+  """One `replication.Replication` per chosen group, the GLUE records converted and its
+  committed results checked (`replication.check_committed`).
 
   Args:
     protocol_name: a key of `finetune_protocols.PROTOCOLS`.
-    release_root: the releases (benchmarks/encoders).
+    chosen: the groups to fine-tune (`select`'s, so a typo fails before any conversion).
     glue_dir: the GLUE download.
     out_dir: committed results go to `<out_dir>/<protocol_name>/<group>/`.
     work_dir: records and sweeps.
@@ -156,20 +158,17 @@ def prepare(protocol_name: str, release_root: str, glue_dir: str, out_dir: str, 
     unpack: a release directory -> a model_dir of it (`releases.resolve_model_dir`).
 
   Raises:
-    ValueError: an unknown protocol, no release, releases of several vocabularies, or
-      what `replication.prepare_glue` and `check_committed` raise.
+    ValueError: an unknown protocol, or what `replication.prepare_glue` and `check_committed`
+      raise.
   """
   if protocol_name not in finetune_protocols.PROTOCOLS:
     raise ValueError(f'Unknown protocol {protocol_name!r}; use one of '
                      f'{", ".join(finetune_protocols.PROTOCOLS)}.')
   protocol = finetune_protocols.PROTOCOLS[protocol_name]
-  found = groups(release_root)
-  if not found:
-    raise ValueError(f'No release in {release_root}; make them with tools/release_encoders.py.')
-  data_dir = glue_data(protocol, next(iter(found[0].releases.values())), work_dir, glue_dir,
+  data_dir = glue_data(protocol, next(iter(chosen[0].releases.values())), work_dir, glue_dir,
                        convert, log=log)
   runs = []
-  for group in found:
+  for group in chosen:
     run_dirs = {objective: unpack(path) for objective, path in group.releases.items()}
     runs.append(replication.Replication(
         protocol, os.path.join(out_dir, protocol_name, group.name),

@@ -57,14 +57,13 @@ def main(argv):
                                  always=(_PROTOCOL,)))
   if not _REPORT_ONLY.value:
     try:
+      chosen = release_finetuning.select(release_finetuning.groups(_RELEASE_DIR.value),
+                                         _GROUPS.value, _ENCODERS.value)
       runs = release_finetuning.prepare(
-          _PROTOCOL.value, _RELEASE_DIR.value,
+          _PROTOCOL.value, [group for group, _ in chosen],
           command_lines.required(_GLUE_DIR, '../shared/data/glue'), _OUT_DIR.value, _WORK_DIR.value,
           glue.convert_tsv, releases.resolve_model_dir)
-      found = release_finetuning.groups(_RELEASE_DIR.value)
-      run_of = {group.name: run for group, run in zip(found, runs)}
-      work = [(run_of[group.name], encoders) for group, encoders
-              in release_finetuning.select(found, _GROUPS.value, _ENCODERS.value)]
+      work = [(run, encoders) for run, (_, encoders) in zip(runs, chosen)]
       print(release_finetuning.outlook(work), flush=True)
       for run, encoders in work:
         print(f'group {os.path.basename(run.out_dir)}: {", ".join(encoders)}', flush=True)

@@ -73,7 +73,7 @@ class ReleaseFinetuningTest(tf.test.TestCase):
       pass
     return model_dir
 
-  def _prepare(self, protocol='pooled'):
+  def _prepare(self, protocol='pooled', chosen=None):
     glue_dir = os.path.join(self.root, 'glue')
     for folder in ('SST-2', 'CoLA', 'STS-B'):
       os.makedirs(os.path.join(glue_dir, folder), exist_ok=True)
@@ -85,8 +85,10 @@ class ReleaseFinetuningTest(tf.test.TestCase):
                        train_label_mean=2.5, train_label_std=1.5), f)
 
     convert = mock.Mock(side_effect=write_meta)
-    runs = release_finetuning.prepare(protocol, self.releases, glue_dir, os.path.join(
-        self.root, 'out'), os.path.join(self.root, 'work'), convert, self._unpack,
+    if chosen is None:
+      chosen = release_finetuning.groups(self.releases)
+    runs = release_finetuning.prepare(protocol, chosen, glue_dir, os.path.join(self.root, 'out'),
+                                      os.path.join(self.root, 'work'), convert, self._unpack,
                                       log=lambda _: None)
     return runs, convert
 
@@ -128,10 +130,18 @@ class ReleaseFinetuningTest(tf.test.TestCase):
       release_finetuning.select(found, ['seed2'], ['bert'])
     with self.assertRaisesRegex(ValueError, 'No group seed3 in the releases; they hold seed1'):
       release_finetuning.select(found, ['seed3'], None)
+    # Only the chosen groups are unpacked and checked (in the release order).
+    runs, _ = self._prepare(chosen=[group for group, _ in release_finetuning.select(
+        found, ['3x_seed1', 'seed2'], None)])
+    self.assertEqual(['seed2', '3x_seed1'], [os.path.basename(run.out_dir) for run in runs])
+    self.assertFalse(os.path.exists(os.path.join(self.root, 'unpacked', 'bert_seed1')))
 
   def test_bad_release_sets_are_one_clear_error(self):
     with self.assertRaisesRegex(ValueError, "Unknown protocol 'best'; use one of cls_head"):
       self._prepare('best')
+    with self.assertRaisesRegex(ValueError, 'No release in .*empty; make them with '
+                                'tools/release_encoders.py'):
+      release_finetuning.groups(os.path.join(self.root, 'empty'))
     _release(self.releases, 'mws_seed1', 9.0, vocab='v2')
     with self.assertRaisesRegex(ValueError, 'have 2 vocabularies'):
       self._prepare()
