@@ -31,6 +31,7 @@ from teams_tf.training import budgets
 from teams_tf.training import checkpoints
 from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
+from teams_tf.training import schedules
 from teams_tf.utils import atomic_files
 from teams_tf.utils import hardware
 
@@ -202,8 +203,8 @@ def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
   return setup, flops
 
 
-def overrides(setup: Setup) -> str:
-  """The --params_override of every run."""
+def overrides(setup: Setup, objective: str) -> str:
+  """The --params_override of `objective`'s run (an objective or a variant: `mini_runs`)."""
   fields = {
       'task.train_data.input_path': setup.train_input,
       'task.validation_data.input_path': setup.validation_input,
@@ -215,10 +216,30 @@ def overrides(setup: Setup) -> str:
       'trainer.max_train_flops': setup.max_train_flops,
       'trainer.validation_interval': setup.validation_interval,
       'trainer.validation_steps': setup.validation_steps,
+      **_past_the_recipe(objective, setup),
   }
   if setup.keep_checkpoints:
     fields['trainer.max_to_keep'] = _EVERY_CHECKPOINT
   return ','.join(f'{key}={value}' for key, value in fields.items())
+
+
+def _past_the_recipe(objective: str, setup: Setup) -> dict:
+  """Overrides that let a budget beyond the recipe's `train_steps` train to its end.
+
+  `budgets.resolve` only shortens a run, so a compute-ladder rung (e.g. 3x the base budget)
+  would stop at the recipe's `train_steps`. Such a run gets `train_steps` and the decay set to
+  the budget's steps; setting the decay too keeps `schedules.follow_train_steps` from stretching
+  the warmup, so every rung warms up as the base runs do and decays to 0 at its budget.
+  """
+  params = exp_factory.get_exp_config(mini_runs()[objective])
+  params.task.model.encoder.vocab_size = setup.vocab_size
+  steps = budgets.steps_in_budget(setup.max_train_flops, experiment_flops.step_flops(params))
+  if steps <= params.trainer.train_steps:
+    return {}
+  rate = params.trainer.optimizer_config.learning_rate
+  return {'trainer.train_steps': steps,
+          f'trainer.optimizer_config.learning_rate.{rate.type}.decay_steps':
+              steps - schedules.decay_config(params.trainer.optimizer_config).offset}
 
 
 def budget_dir(work_dir: str, name: str, max_train_flops: float) -> str:
@@ -270,7 +291,7 @@ def train_command(objective: str, setup: Setup) -> list[str]:
   """The `teams_lab.train` command line of one run (an objective or a variant: `mini_runs`)."""
   return [sys.executable, '-m', 'teams_lab.train', f'--experiment={mini_runs()[objective]}',
           '--mode=train_and_eval', f'--model_dir={run_dir(setup, objective)}',
-          f'--params_override={overrides(setup)}'] + (
+          f'--params_override={overrides(setup, objective)}'] + (
               [] if setup.seed is None else [f'--seed={setup.seed}'])
 
 

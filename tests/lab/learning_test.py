@@ -15,7 +15,10 @@ from teams_lab import learning_data
 from teams_lab import learning_report
 from teams_tf import registry_imports  # pylint: disable=unused-import
 from teams_tf.preprocessing import record_format
+from teams_tf.training import budgets
+from teams_tf.training import experiment_flops
 from teams_tf.training import run_summary
+from teams_tf.training import schedules
 from teams_tf.utils import hardware
 
 
@@ -211,14 +214,33 @@ class LearningTest(tf.test.TestCase):
     self.assertEqual(f'--model_dir={setup.work_dir}/electra_1e+12flops', command[5])
     self.assertFalse([arg for arg in command if arg.startswith('--seed')])
 
+  def test_a_budget_past_the_recipe_trains_to_its_end_with_the_base_warmup(self):
+    registered = exp_factory.get_exp_config('bert_mini')
+    registered.task.model.encoder.vocab_size = 100
+    flops_per_step = experiment_flops.step_flops(registered)
+    for steps in (9000, 27000):  # The base budget and the compute ladder's 3x rung.
+      setup = dataclasses.replace(_setup(self.get_temp_dir()),
+                                  max_train_flops=(steps + 0.5) * flops_per_step)
+      override = learning.overrides(setup, 'bert')
+      params = exp_factory.get_exp_config('bert_mini')
+      params_dict.override_params_dict(params, override, is_strict=True)
+      # As teams_tf.train resolves them.
+      schedules.follow_train_steps(params, registered)
+      budgets.resolve(params)
+      optimizer = params.trainer.optimizer_config
+      self.assertEqual((steps, steps), (params.trainer.train_steps, schedules.decay_end(optimizer)))
+      self.assertEqual(300, schedules.warmup_config(optimizer).warmup_steps)
+      # Base-budget runs keep the command they were trained with.
+      self.assertEqual(steps > registered.trainer.train_steps, 'train_steps' in override)
+
   def test_keep_checkpoints_keeps_every_checkpoint_and_is_the_same_run(self):
     setup = dataclasses.replace(_setup(self.get_temp_dir()), keep_checkpoints=True)
     params = exp_factory.get_exp_config('teams_mini')
     self.assertEqual(2, params.trainer.max_to_keep)
-    params_dict.override_params_dict(params, learning.overrides(setup), is_strict=True)
+    params_dict.override_params_dict(params, learning.overrides(setup, 'teams'), is_strict=True)
     # Every checkpoint of a million-step run (the replication's runs take 3,600-9,000 steps).
     self.assertGreater(params.trainer.max_to_keep, 1_000_000 // params.trainer.checkpoint_interval)
-    self.assertNotIn('max_to_keep', learning.overrides(_setup(self.get_temp_dir())))
+    self.assertNotIn('max_to_keep', learning.overrides(_setup(self.get_temp_dir()), 'teams'))
     # A run that kept its checkpoints is reused by a command that does not ask for them.
     os.makedirs(setup.out_dir)
     result = dict(objective='bert', setup=dataclasses.asdict(setup), curve=[], targets=[])
