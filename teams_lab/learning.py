@@ -155,14 +155,16 @@ def objective_of(run: str) -> str:
   return experiments.split_name(mini_runs()[run])[0]
 
 
+def _recipe(run: str, vocab_size: int):
+  """The experiment config of a run (`mini_runs`) at the corpus vocabulary's size."""
+  params = exp_factory.get_exp_config(mini_runs()[run])
+  params.task.model.encoder.vocab_size = vocab_size
+  return params
+
+
 def step_flops(vocab_size: int) -> dict[str, float]:
   """Run name (`mini_runs`) -> training FLOPs of one step of its experiment with `vocab_size`."""
-  flops = {}
-  for objective, name in mini_runs().items():
-    params = exp_factory.get_exp_config(name)
-    params.task.model.encoder.vocab_size = vocab_size
-    flops[objective] = experiment_flops.step_flops(params)
-  return flops
+  return {run: experiment_flops.step_flops(_recipe(run, vocab_size)) for run in mini_runs()}
 
 
 def default_setup(corpus_dir: str, work_dir: str, out_dir: str, vocab_size: int,
@@ -231,8 +233,7 @@ def _past_the_recipe(objective: str, setup: Setup) -> dict:
   the budget's steps; setting the decay too keeps `schedules.follow_train_steps` from stretching
   the warmup, so every rung warms up as the base runs do and decays to 0 at its budget.
   """
-  params = exp_factory.get_exp_config(mini_runs()[objective])
-  params.task.model.encoder.vocab_size = setup.vocab_size
+  params = _recipe(objective, setup.vocab_size)
   steps = budgets.steps_in_budget(setup.max_train_flops, experiment_flops.step_flops(params))
   if steps <= params.trainer.train_steps:
     return {}
