@@ -33,7 +33,10 @@ class StepProgress:
   def __call__(self, output):
     del output  # Orbit's metrics; the step comes from the trainer.
     step = self._global_step()
+    # The percentage is of the whole run, so a resumed run reads as far along as it is; the ETA
+    # extrapolates this process's pace over the steps it trains.
     steps = self._train_steps - self._start_step
-    fraction = (step - self._start_step) / steps if steps > 0 else 1.0
-    print(f'train | step: {step:6,} of {self._train_steps:,} ({fraction:.0%}) | '
-          f'{self._meter.timing(fraction).replace(", ", " | ")}', file=self._stream, flush=True)
+    launched = (step - self._start_step) / steps if steps > 0 else 1.0
+    done = step / self._train_steps if self._train_steps > 0 else 1.0
+    print(f'train | step: {step:6,} of {self._train_steps:,} ({done:.0%}) | '
+          f'{self._meter.timing(launched).replace(", ", " | ")}', file=self._stream, flush=True)

@@ -27,9 +27,11 @@ class StepProgressTest(tf.test.TestCase):
                       'train | step:    200 of 1,000 (20%) | elapsed 0:00:40 | ETA 0:01:20'],
                      lines)
 
-  def test_a_resumed_run_counts_the_steps_it_trains(self):
+  def test_a_resumed_run_shows_how_far_the_run_is_and_paces_the_steps_it_trains(self):
+    # Resumed at 1,200 of 1,600: the percentage is of the whole run (1,400 is 88% of it), the
+    # ETA this process's pace (100 steps per 10 s, 200 left).
     lines = self._lines(1200, 1600, [(1300, 5.0), (1400, 15.0), (1600, 35.0)])
-    self.assertEqual('train | step:  1,400 of 1,600 (50%) | elapsed 0:00:15 | ETA 0:00:20',
+    self.assertEqual('train | step:  1,400 of 1,600 (88%) | elapsed 0:00:15 | ETA 0:00:20',
                      lines[1])
     self.assertEqual('train | step:  1,600 of 1,600 (100%) | elapsed 0:00:35 | ETA 0:00:00',
                      lines[2])
