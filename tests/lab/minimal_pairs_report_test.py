@@ -59,7 +59,7 @@ class MinimalPairsReportTest(tf.test.TestCase):
   def test_outlook_times_new_units_by_every_finished_one(self):
     out_dir = tempfile.mkdtemp()
     units = [report.Unit(name, ()) for name in ('mws_seed2', 'mws_random_init_seed2')]
-    self.assertIn('about 22 minutes each on 2 cores (0.7 hours', report.outlook(units, out_dir))
+    self.assertIn('about 13 minutes each on 2 cores (0.4 hours', report.outlook(units, out_dir))
     # Two finished units of other releases, of 2 and 4 methods at 60 s each, and the unigram's.
     for name, methods in (('bert_seed1', ('a', 'b')), ('teams_seed1', ('a', 'b', 'c', 'd')),
                           ('unigram', ('unigram',))):
