@@ -36,7 +36,9 @@ OBJECTIVES = {
     'taco': ('taco', None, {}),
     'script': ('script', None, {}),
 }
-SIZES = {'tiny': 'demo', 'small': 'small'}  # benchmark size -> experiment size
+# Benchmark size -> experiment size. 'mini' is the learning and time-to-accuracy recipe (pre-LN,
+# relative positions): ours only, since Model Garden's TEAMS and ELECTRA cannot build it.
+SIZES = {'tiny': 'demo', 'mini': 'mini', 'small': 'small'}
 SETTINGS = {  # name: (mixed precision dtype or None, jit_compile)
     'fp32': (None, False), 'fp32_xla': (None, True),
     'bf16': ('bfloat16', False), 'bf16_xla': ('bfloat16', True),
@@ -54,10 +56,11 @@ def progress(message):
 
 
 def experiment_params(objective_key, size, seq_length, batch_size, predictions, vocab_size):
-  """Our registered experiment `<objective>_<demo|small>[_variant]` at the benchmark's shapes.
+  """Our registered experiment `<objective>_<demo|mini|small>[_variant]` at the benchmark's shapes.
 
-  `vocab_size` (> 0) replaces the encoder vocabulary of the small size (the paper's is 30,522;
-  the experiments default to the embedded sample's); tiny keeps the demo vocabulary.
+  `vocab_size` (> 0) replaces the encoder vocabulary of the mini and small sizes (the paper's is
+  30,522, the learning benchmark's 7,899; the experiments default to the embedded sample's); tiny
+  keeps the demo vocabulary.
   """
   from teams_tf.configs import encoders  # pylint: disable=g-import-not-at-top
   from teams_tf.registry import experiments  # pylint: disable=g-import-not-at-top
@@ -76,7 +79,7 @@ def experiment_params(objective_key, size, seq_length, batch_size, predictions, 
     data.global_batch_size = batch_size
   encoder = params.task.model.encoder
   encoder.max_position_embeddings = max(encoder.max_position_embeddings, seq_length)
-  if vocab_size and size == 'small':
+  if vocab_size and size != 'tiny':
     encoder.vocab_size = vocab_size
   return params
 
@@ -177,6 +180,10 @@ def build_tf_step(spec):
   from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
 
   baseline_rss = _rss_mib()  # TensorFlow, Model Garden and teams_tf imported, nothing built.
+  if spec['implementation'] != 'ours' and spec['size'] == 'mini':
+    raise ValueError(f"size 'mini' is teams_tf's learning recipe (pre-LN, relative position bias), "
+                     f"which Model Garden's models cannot build; run implementation "
+                     f"{spec['implementation']!r} at size 'tiny' or 'small'.")
   precision, jit_compile = SETTINGS[spec['setting']]
   params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],
                              spec['batch_size'], spec['predictions'], spec['vocab_size'])

@@ -21,7 +21,8 @@ from teams_lab import pretrain_variants as variants
 
 _DEFAULTS = benchmark.Settings()
 flags.DEFINE_list('objectives', list(_DEFAULTS.objectives), f'Of {list(variants.OBJECTIVES)}.')
-flags.DEFINE_list('sizes', list(_DEFAULTS.sizes), 'Sizes: tiny (demo), small.')
+flags.DEFINE_list('sizes', list(_DEFAULTS.sizes),
+                  'Sizes: tiny (demo), small; mini (the learning recipe) for ours and train only.')
 flags.DEFINE_list('settings', list(_DEFAULTS.settings),
                   f'Precision/XLA settings, of {list(variants.SETTINGS)}.')
 flags.DEFINE_list(

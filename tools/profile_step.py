@@ -29,14 +29,15 @@ _IMPLEMENTATION = flags.DEFINE_enum('implementation', 'ours', ['ours', 'official
                                                                'official_patched'],
                                     'Whose model: ours or Model Garden\'s (teams, electra).')
 _OBJECTIVE = flags.DEFINE_enum('objective', 'teams', list(variants.OBJECTIVES), 'Objective.')
-_SIZE = flags.DEFINE_enum('size', 'small', list(variants.SIZES), 'tiny (demo) or small.')
+_SIZE = flags.DEFINE_enum('size', 'small', list(variants.SIZES),
+                          'tiny (demo), mini (the learning recipe, ours only) or small.')
 _SETTING = flags.DEFINE_enum('setting', 'bf16', list(variants.SETTINGS), 'Precision/XLA.')
 _STEPS = flags.DEFINE_integer('steps', 3, 'Profiled steps (after the warm-up).')
 _WARMUP = flags.DEFINE_integer('warmup', 2, 'Untimed steps first.')
 _SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Batch size B.')
 _MAX_PREDICTIONS = flags.DEFINE_integer('max_predictions', 20, 'Prediction slots P.')
-_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 30522, 'Vocabulary of the small size.')
+_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 30522, 'Vocabulary of mini and small.')
 _TOP = flags.DEFINE_integer('top', 20, 'Rows per table.')
 _SCOPE_DEPTH = flags.DEFINE_integer('scope_depth', 2, 'Name components per scope group.')
 _LOGDIR = flags.DEFINE_string('logdir', None, 'Profile directory (default: a new temp dir).')

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from teams_lab import model_garden_peers
 from teams_lab import pretrain_report
+from teams_lab import pretrain_throughput
 from teams_lab import pretrain_variants
 from teams_tf.training import flops
 from tests import testing_utils
@@ -122,6 +123,27 @@ class BenchmarkPretrainTest(tf.test.TestCase):
     self.assertEqual(official, flops.step_flops(
         objective, dict(shapes, rtd_head='official_attention'))[0])
     self.assertAllClose(416.3, official / 1e9, atol=0.05)
+
+  def test_mini_is_the_time_to_accuracy_recipe_and_ours_only(self):
+    # Profiling `--size=mini` must time the step whose minutes the time-to-accuracy table holds.
+    from teams_lab import time_to_accuracy  # pylint: disable=g-import-not-at-top
+    from teams_tf.training import experiment_flops  # pylint: disable=g-import-not-at-top
+    recipe = time_to_accuracy.recipe(time_to_accuracy.Setup(
+        train_input='', validation_input='', vocab_file='', vocab_size=7899, work_dir='',
+        out_dir=''))
+    data = recipe.task.train_data
+    params = pretrain_variants.experiment_params(
+        'bert', 'mini', data.seq_length, data.global_batch_size, data.max_predictions_per_seq,
+        7899)
+    self.assertEqual(recipe.task.model.as_dict(), params.task.model.as_dict())
+    shapes = pretrain_variants.our_shapes(params.task.model, data.global_batch_size,
+                                          data.seq_length, data.max_predictions_per_seq)
+    self.assertEqual(experiment_flops.step_flops(recipe), flops.step_flops(*shapes)[0])
+    with self.assertRaisesRegex(ValueError, "size 'mini'.*'tiny' or 'small'"):
+      pretrain_variants.build_tf_step(dict(implementation='official', objective='teams',
+                                           size='mini', setting='fp32'))
+    with self.assertRaisesRegex(ValueError, 'implementations=ours,train'):
+      pretrain_throughput.check(pretrain_throughput.Settings(sizes=('mini',)))
 
   def test_official_teams_config_matches_teams_small(self):
     params = pretrain_variants.experiment_params('teams', 'small', 128, 32, 20, 30522)
