@@ -10,6 +10,8 @@ All losses are computed in float32 whatever the compute dtype.
 
 import tensorflow as tf
 
+from teams_tf.ops import softmax_cross_entropy
+
 
 def weighted_mean(values, weights):
   """sum(values * weights) / sum(weights) over the global batch, float32; 0 if no weight.
@@ -41,11 +43,10 @@ def masked_lm_loss(logits, labels, weights):
     weights: [B, P] float, 0 for padded prediction slots.
 
   Returns:
-    Scalar float32: weighted mean of the per-position cross-entropy; 0 if all weights are 0.
+    Scalar float32: weighted mean of the per-position cross-entropy (computed in float32); 0 if
+    all weights are 0; NaN if a label is outside [0, V).
   """
-  logits = tf.cast(logits, tf.float32)
-  per_position = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tf.cast(labels, tf.int32), logits=logits)
+  per_position = softmax_cross_entropy.sparse_softmax_cross_entropy(logits, labels)
   return weighted_mean(per_position, weights)
 
 
