@@ -105,11 +105,9 @@ def check(settings):
     unknown = [value for value in getattr(settings, name) if value not in known]
     if unknown:
       raise ValueError(f'--{name}: unknown {unknown}; use some of {list(known)}.')
-  peers = sorted(set(settings.implementations) - {'ours', 'train'})
-  if 'mini' in settings.sizes and peers:
-    raise ValueError(f"--sizes=mini is teams_tf's learning recipe (pre-LN, relative position "
-                     f'bias), which {peers} cannot build; time mini with '
-                     f'--implementations=ours,train.')
+  for implementation in settings.implementations:
+    for size in settings.sizes:
+      variants.check_size(implementation, size)
   if settings.steps < 1 or settings.warmup < 1:
     raise ValueError('--steps and --warmup must be >= 1 (the first step traces and compiles; it '
                      'is never timed).')

@@ -37,7 +37,7 @@ OBJECTIVES = {
     'script': ('script', None, {}),
 }
 # Benchmark size -> experiment size. 'mini' is the learning and time-to-accuracy recipe (pre-LN,
-# relative positions): ours only, since Model Garden's TEAMS and ELECTRA cannot build it.
+# relative positions): ours only (`check_size`).
 SIZES = {'tiny': 'demo', 'mini': 'mini', 'small': 'small'}
 SETTINGS = {  # name: (mixed precision dtype or None, jit_compile)
     'fp32': (None, False), 'fp32_xla': (None, True),
@@ -53,6 +53,19 @@ PROGRESS_PREFIX = 'benchmark_pretrain: '
 def progress(message):
   """A progress line on stderr; the parent process relays lines with `PROGRESS_PREFIX`."""
   print(f'{PROGRESS_PREFIX}{message}', file=sys.stderr, flush=True)
+
+
+def check_size(implementation, size):
+  """Raises ValueError if `implementation` cannot build `size`: only ours builds 'mini'.
+
+  `implementation` is one of ours ('ours', or 'train' for `teams_tf.train`) or a peer's
+  ('official', 'official_patched', 'hf').
+  """
+  if size == 'mini' and implementation not in ('ours', 'train'):
+    raise ValueError(f"size 'mini' is teams_tf's learning recipe (pre-LN, relative position "
+                     f'bias), which {implementation!r} cannot build; time mini with '
+                     f"--implementations=ours,train, or run {implementation!r} at size 'tiny' or "
+                     f"'small'.")
 
 
 def experiment_params(objective_key, size, seq_length, batch_size, predictions, vocab_size):
@@ -180,10 +193,7 @@ def build_tf_step(spec):
   from teams_tf import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
 
   baseline_rss = _rss_mib()  # TensorFlow, Model Garden and teams_tf imported, nothing built.
-  if spec['implementation'] != 'ours' and spec['size'] == 'mini':
-    raise ValueError(f"size 'mini' is teams_tf's learning recipe (pre-LN, relative position bias), "
-                     f"which Model Garden's models cannot build; run implementation "
-                     f"{spec['implementation']!r} at size 'tiny' or 'small'.")
+  check_size(spec['implementation'], spec['size'])
   precision, jit_compile = SETTINGS[spec['setting']]
   params = experiment_params(spec['objective'], spec['size'], spec['seq_length'],
                              spec['batch_size'], spec['predictions'], spec['vocab_size'])

@@ -13,6 +13,8 @@ from teams_lab import model_garden_peers
 from teams_lab import pretrain_report
 from teams_lab import pretrain_throughput
 from teams_lab import pretrain_variants
+from teams_lab import time_to_accuracy
+from teams_tf.training import experiment_flops
 from teams_tf.training import flops
 from tests import testing_utils
 
@@ -126,8 +128,6 @@ class BenchmarkPretrainTest(tf.test.TestCase):
 
   def test_mini_is_the_time_to_accuracy_recipe_and_ours_only(self):
     # Profiling `--size=mini` must time the step whose minutes the time-to-accuracy table holds.
-    from teams_lab import time_to_accuracy  # pylint: disable=g-import-not-at-top
-    from teams_tf.training import experiment_flops  # pylint: disable=g-import-not-at-top
     recipe = time_to_accuracy.recipe(time_to_accuracy.Setup(
         train_input='', validation_input='', vocab_file='', vocab_size=7899, work_dir='',
         out_dir=''))
