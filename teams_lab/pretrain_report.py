@@ -284,10 +284,12 @@ def markdown(report):
   settings = sorted({r['setting'] for r in report['results']},
                     key=['fp32', 'fp32_xla', 'bf16', 'bf16_xla'].index)
   sizes = list(report['default_settings'])
+  # Results taken before the CPU signature was recorded name only the brand.
+  cpu = machine['cpu'] + (f' ({machine["signature"]})' if machine.get('signature') else '')
   lines = [
       '# Pretraining step throughput: ours vs Model Garden vs Hugging Face', '',
       f'Command: `{report["command"]}`', '',
-      f'Machine: {machine["cpu"]}, {machine["cpus"]} cores, AVX512_BF16 '
+      f'Machine: {cpu}, {machine["cpus"]} cores, AVX512_BF16 '
       f'{"yes" if machine["avx512_bf16"] else "no"}, {machine["memory_gib"]} GiB; '
       f'{machine["platform"]}; Python {machine["python"]}, TensorFlow {machine["tensorflow"]}, '
       f'tf-models-official {machine["tf-models-official"]}, torch {machine["torch"]}, '

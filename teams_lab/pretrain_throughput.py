@@ -133,7 +133,7 @@ def _machine():
       versions[package] = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
       versions[package] = None
-  return dict(cpu=hardware.cpu_model(), cpus=os.cpu_count(),
+  return dict(cpu=hardware.cpu_model(), signature=hardware.cpu_signature(), cpus=os.cpu_count(),
               avx512_bf16='avx512_bf16' in hardware.cpuinfo().get('flags', '').split(),
               memory_gib=memory_gib, platform=platform.platform(),
               python=platform.python_version(), tensorflow=tf.__version__,

@@ -16,6 +16,7 @@ from teams_lab import pretrain_variants
 from teams_lab import time_to_accuracy
 from teams_tf.training import experiment_flops
 from teams_tf.training import flops
+from teams_tf.utils import hardware
 from tests import testing_utils
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -104,6 +105,9 @@ class BenchmarkPretrainTest(tf.test.TestCase):
     self.assertIn('--objectives=bert', report['command'])
     self.assertEqual(os.cpu_count(), report['machine']['cpus'])
     self.assertEqual(tf.__version__, report['machine']['tensorflow'])
+    # The brand alone ('AMD EPYC') names CPUs with and without AVX-512: minutes need the signature.
+    self.assertEqual(hardware.cpu_signature(), report['machine']['signature'])
+    self.assertIn(f'Machine: {hardware.cpu_model()} ({hardware.cpu_signature()}), ', markdown)
     self.assertIn('| ours | bert | fp32 |', markdown)
     self.assertIn('| TEAMS ours / Model Garden TEAMS, examples/s | n/a |', markdown)
     self.assertIn('layer(T)     = 2·B·T·(4H² + 2HI) + 4·B·T²·H', markdown)
