@@ -63,6 +63,7 @@ from typing import Sequence
 from teams_lab import child_processes
 from teams_lab import pretrain_report
 from teams_lab import pretrain_variants as variants
+from teams_tf.training import precision
 from teams_tf.utils import hardware
 
 IMPLEMENTATIONS = ('ours', 'official', 'official_patched', 'hf', 'train')
@@ -164,6 +165,26 @@ def _matmul_peak(n, repeats):
   return peaks
 
 
+def _default_settings(settings, cpu_flags):
+  """Per size, the setting `teams_tf.train` runs the experiment at on a CPU with `cpu_flags`.
+
+  The experiment's precision, unless this CPU makes it slower (`training/precision.choose`: the
+  paper sizes' bfloat16 becomes float32 without native bfloat16), so that the "default settings"
+  ratios compare what a user of this machine gets.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  defaults = {}
+  for size in settings.sizes:
+    configured = variants.experiment_params(
+        'teams', size, settings.seq_length, settings.batch_size, settings.max_predictions,
+        0).runtime.mixed_precision_dtype
+    dtype, _ = precision.choose(
+        configured, set_by_user=False,
+        has_accelerator=bool(tf.config.list_physical_devices('GPU')), cpu_flags=cpu_flags)
+    defaults[size] = 'bf16' if dtype == 'bfloat16' else 'fp32'
+  return defaults
+
+
 def _plan(settings, hf_available, default_settings):
   """The variants to run, grouped so that ours and its anchors run close together in time."""
   jobs = []
@@ -261,11 +282,9 @@ def run(settings, command):
   peaks = {'start': _matmul_peak(settings.peak_matmul_size, settings.peak_repeats)}
   _log('  peak GFLOP/s: ' + ', '.join(f'{k} {v:.0f}' for k, v in peaks['start'].items()))
   hf_available = all(importlib.util.find_spec(name) for name in ('torch', 'transformers'))
-  default_settings = {
-      size: 'bf16' if variants.experiment_params(
-          'teams', size, settings.seq_length, settings.batch_size, settings.max_predictions,
-          0).runtime.mixed_precision_dtype == 'bfloat16' else 'fp32'
-      for size in settings.sizes}
+  default_settings = _default_settings(settings, hardware.cpuinfo().get('flags', '').split())
+  _log('  the setting teams_tf.train picks here: ' + ', '.join(
+      f'{size} {setting}' for size, setting in default_settings.items()))
   jobs = _plan(settings, hf_available, default_settings)
   results, elapsed = [], {}
   with tempfile.TemporaryDirectory() as directory:

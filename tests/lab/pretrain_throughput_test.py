@@ -177,6 +177,14 @@ class BenchmarkPretrainTest(tf.test.TestCase):
     self.assertEqual(50.0, official.discriminator_loss_weight)
     self.assertEqual([], official.cls_heads)
 
+  def test_default_settings_are_what_teams_tf_train_picks_on_the_cpu(self):
+    settings = pretrain_throughput.Settings(sizes=('tiny', 'small'))
+    # The paper sizes train in bfloat16 where the CPU has it natively, else in float32.
+    self.assertEqual({'tiny': 'fp32', 'small': 'bf16'},
+                     pretrain_throughput._default_settings(settings, ['avx2', 'avx512_bf16']))  # pylint: disable=protected-access
+    self.assertEqual({'tiny': 'fp32', 'small': 'fp32'},
+                     pretrain_throughput._default_settings(settings, ['avx2', 'fma']))  # pylint: disable=protected-access
+
   def test_ratios_and_targets(self):
     results = [
         _result('ours', 'teams', 'bf16', 15.0, rss=900.0),
