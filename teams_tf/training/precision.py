@@ -1,10 +1,10 @@
 """The precision a run trains in: its experiment's, unless this hardware makes that one slower.
 
 The paper-size experiments default to `mixed_bfloat16`, the papers' TPU setting. A CPU without
-native bfloat16 arithmetic (no AVX512_BF16, no AMX) emulates it, and there bfloat16 matmuls run
-below float32 ones (63-67 against 75-76 GFLOP/s on a 2-core AMD EPYC,
-benchmarks/pretrain_throughput_end_to_end.md), so a run there gets float32 unless the user set
-the precision. TPUs and GPUs keep bfloat16.
+native bfloat16 arithmetic (no AVX512_BF16, no AMX) emulates it, and there a bfloat16 step runs
+far below a float32 one (TEAMS small 14x and tiny 4.6x slower per step on a 2-core AMD EPYC
+without AVX-512, benchmarks/pretrain_throughput_amd_epyc.md), so a run there gets float32 unless
+the user set the precision. TPUs and GPUs keep bfloat16.
 """
 
 from typing import Iterable, Optional
