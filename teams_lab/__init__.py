@@ -4,3 +4,7 @@ It imports the library (`teams_tf`) as any user does and is not installed with i
 packages only `teams_tf`); the harness entry points in tools/ import `lab_path` first, which puts
 the clone on sys.path, and tests/lab tests it.
 """
+
+# Before any harness module loads TensorFlow: the CPU kernels teams_tf sets for its processes and
+# their children (teams_tf/utils/onednn.py), so that a benchmark runs what a teams_tf run does.
+import teams_tf

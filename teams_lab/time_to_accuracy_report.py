@@ -47,7 +47,10 @@ def preamble(setup: time_to_accuracy.Setup, command: str) -> str:
       'Minutes run from the training command\'s launch to the checkpoint\'s writing '
       '(start-up, tracing and checkpoint writes count; scoring does not). PFLOPs are the '
       "recipe's analytic count (`teams_tf.training.experiment_flops`), the same for every "
-      'implementation at a step.'])
+      'implementation at a step. The TensorFlow implementations inherit the CPU kernels teams_tf '
+      'sets for its processes (oneDNN on x86 CPUs, `teams_tf/utils/onednn.py`; runs before '
+      '2026-12-07 had TensorFlow\'s default, which leaves oneDNN off on CPUs without '
+      'AVX512_VNNI, AVX512_BF16 or AMX).'])
 
 
 def minutes_to(curve: list[dict], threshold: float, metric: str = 'mlm_accuracy'

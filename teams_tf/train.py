@@ -22,12 +22,6 @@ import sys
 import time
 import warnings
 
-# oneDNN's CPU kernels are outside TensorFlow's op determinism: under CPU contention they now
-# and then round differently (2 of 9 identical 16-step runs, three at a time, ended with weights
-# 1 ulp apart; 0 of 6 with oneDNN off). TensorFlow reads the switch when it loads, so it is set
-# before the import.
-if any(arg in ('--op_determinism', '--op_determinism=true') for arg in sys.argv[1:]):
-  os.environ.setdefault('TF_ENABLE_ONEDNN_OPTS', '0')
 # TensorFlow's C++ start-up lines (CUDA probing, CPU features, XLA) would bury a one-line error;
 # `--tf_cpp_logs` or a TF_CPP_MIN_LOG_LEVEL of the user's own keeps them.
 if not any(arg in ('--tf_cpp_logs', '--tf_cpp_logs=true') for arg in sys.argv[1:]):
@@ -61,6 +55,7 @@ from teams_tf.training import step_progress
 from teams_tf.utils import entry_points
 from teams_tf.utils import hardware
 from teams_tf.utils import log_filters
+from teams_tf.utils import onednn
 
 FLAGS = flags.FLAGS
 # Model Garden's flags a user needs, shown by --help beside this file's own.
@@ -262,6 +257,7 @@ def main(_):
     _fail(str(e))
   model_dir = FLAGS.model_dir
   _choose_precision(params)
+  logging.info('oneDNN CPU kernels: %s.', onednn.describe())
   if params.runtime.mixed_precision_dtype:
     performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
   if _SEED.value is not None:

@@ -3,7 +3,8 @@
 The paper-size experiments default to `mixed_bfloat16`, the papers' TPU setting. A CPU without
 native bfloat16 arithmetic (no AVX512_BF16, no AMX) emulates it, and there a bfloat16 step runs
 far below a float32 one (TEAMS small 14x and tiny 4.6x slower per step on a 2-core AMD EPYC
-without AVX-512, benchmarks/pretrain_throughput_amd_epyc.md), so a run there gets float32 unless
+without AVX-512, benchmarks/pretrain_throughput_amd_epyc.md; no faster with oneDNN on,
+benchmarks/pretrain_levers.md), so a run there gets float32 unless
 the user set the precision. TPUs and GPUs keep bfloat16.
 """
 

@@ -3,6 +3,7 @@ errors (the command line's own output in a subprocess, each misuse through `trai
 
 import glob
 import os
+import platform
 import subprocess
 import sys
 from unittest import mock
@@ -58,6 +59,8 @@ class TrainTest(tf.test.TestCase):
                      r'ETA 0:00:00')
     self.assertRegex(first.stdout, r'rtd_auc +[0-9.]+  \(chance 0\.500; context-free [0-9.]+\)')
     self.assertNotIn('Failed to count model FLOPs', first.stderr)
+    if platform.machine().lower() in ('x86_64', 'amd64'):
+      self.assertIn("oneDNN CPU kernels: on (teams_tf's default on x86 CPUs", first.stderr)
     self.assertNotIn(' configs: {', first.stderr)  # Model Garden's per-layer config dumps.
 
     # Continue pretraining in a new run: its encoder starts from the first run's (Model Garden

@@ -1,0 +1,59 @@
+"""oneDNN's CPU kernels: teams_tf's default, --op_determinism and the user's own setting."""
+
+import os
+import platform
+import unittest
+from unittest import mock
+
+from teams_tf.utils import onednn
+
+_MARK = 'TEAMS_TF_SET_ONEDNN_OPTS'
+
+
+def _environment(**values):
+  """os.environ without either variable, then `values` (None: left unset)."""
+  cleared = {k: v for k, v in os.environ.items() if k not in (onednn.ENV, _MARK)}
+  return mock.patch.dict(os.environ, {**cleared, **{k: v for k, v in values.items()
+                                                    if v is not None}}, clear=True)
+
+
+class OneDnnTest(unittest.TestCase):
+
+  def _set(self, argv, machine, **values):
+    with _environment(**values):
+      onednn.set_default(argv, machine)
+      return os.environ.get(onednn.ENV)
+
+  def test_x86_cpus_get_onednn_and_op_determinism_gets_it_off(self):
+    self.assertEqual('1', self._set(['--experiment=teams_demo'], 'x86_64'))
+    self.assertEqual('1', self._set([], 'AMD64'))
+    self.assertEqual('0', self._set(['--seed=1', '--op_determinism'], 'x86_64'))
+    # Elsewhere (Arm) TensorFlow's own default stands.
+    self.assertIsNone(self._set([], 'aarch64'))
+
+  def test_the_users_value_is_kept(self):
+    self.assertEqual('0', self._set([], 'x86_64', TF_ENABLE_ONEDNN_OPTS='0'))
+    self.assertEqual('1', self._set(['--op_determinism'], 'x86_64', TF_ENABLE_ONEDNN_OPTS='1'))
+
+  def test_a_child_process_tells_an_inherited_default_from_the_users_value(self):
+    # A test or benchmark process set '1'; its `teams_tf.train --op_determinism` child inherits it.
+    self.assertEqual('0', self._set(['--op_determinism'], 'x86_64', TF_ENABLE_ONEDNN_OPTS='1',
+                                    **{_MARK: '1'}))
+    # The user changed the variable after teams_tf had set it: theirs.
+    self.assertEqual('1', self._set(['--op_determinism'], 'x86_64', TF_ENABLE_ONEDNN_OPTS='1',
+                                    **{_MARK: '0'}))
+
+  @unittest.skipUnless(platform.machine().lower() in ('x86_64', 'amd64'), 'an x86 default')
+  def test_this_process_runs_the_kernels_it_says(self):
+    # tests/conftest.py imports teams_tf before TensorFlow, as any teams_tf program does.
+    self.assertTrue(onednn.describe().startswith("on (teams_tf's default on x86 CPUs"),
+                    onednn.describe())
+    with mock.patch.dict(os.environ, {onednn.ENV: '1', _MARK: '0'}):
+      self.assertEqual('on, as TF_ENABLE_ONEDNN_OPTS=1 sets it', onednn.describe())
+    with mock.patch.dict(os.environ, {onednn.ENV: '0'}):
+      # Set after TensorFlow loaded: the line says the kernels did not follow it.
+      self.assertTrue(onednn.describe().startswith(
+          'on: TensorFlow was loaded before TF_ENABLE_ONEDNN_OPTS=0 was set'), onednn.describe())
+
+if __name__ == '__main__':
+  unittest.main()
