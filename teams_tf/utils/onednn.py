@@ -2,12 +2,12 @@
 
 TensorFlow turns its oneDNN kernels on by default only on x86 CPUs with AVX512_VNNI, AVX512_BF16
 or AMX; on a CPU without them it keeps its own (Eigen) kernels. On a 2-core AMD EPYC with AVX2
-only (family 25 model 1), switching oneDNN on made a float32 BERT-mini step 1.50x and a TEAMS-mini
-step 1.75x faster, with the same losses (`benchmarks/pretrain_levers.md`): the attention's
-batched [T, T] matmuls ran about 2x faster. So teams_tf turns them on wherever TensorFlow would
-not. They are outside TensorFlow's op determinism: under CPU contention they now and then round
-differently (2 of 9 identical 16-step runs, three at a time, ended with weights 1 ulp apart; 0 of 6
-with oneDNN off), so a run with `--op_determinism` gets them off.
+only (family 25 model 1), switching oneDNN on made a float32 BERT-mini step about 1.5x and a
+TEAMS-mini step about 1.35x faster, with the same losses (`benchmarks/pretrain_levers.md`): the
+attention's batched [T, T] matmuls ran about 2x faster. So teams_tf turns them on wherever
+TensorFlow would not. They are outside TensorFlow's op determinism: under CPU contention they now
+and then round differently (2 of 9 identical 16-step runs, three at a time, ended with weights
+1 ulp apart; 0 of 6 with oneDNN off), so a run with `--op_determinism` gets them off.
 
 TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, when it loads: `teams_tf/__init__.py` calls
 `set_default` before any teams_tf module imports TensorFlow. A value the user exported is kept.
