@@ -7,7 +7,6 @@ in a report. The other releases of an objective (seeds, longer runs) go through 
 their files are still the ones measured is checked against their release.json hashes.
 """
 
-import hashlib
 import json
 import os
 
@@ -17,6 +16,7 @@ import tensorflow as tf
 from teams_tf.serving import loaders
 from teams_tf.serving import minimal_pairs
 from teams_tf.training import releases
+from teams_tf.utils import file_hashes
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _RELEASES = os.path.join(_ROOT, 'benchmarks', 'encoders')
@@ -39,16 +39,12 @@ def _scored():
   return [name for name in _releases() if os.path.exists(os.path.join(_RESULTS, f'{name}.json'))]
 
 
-def _read_release(name):
-  with open(os.path.join(_RELEASES, name, releases.RELEASE_FILE)) as f:
-    return json.load(f)
-
-
 def _one_per_objective():
   """The first scored release (by name) of each objective: a few seconds of loading each."""
   first = {}
   for name in _scored():
-    first.setdefault(_read_release(name)['about']['objective'], name)
+    objective = releases.read_release(os.path.join(_RELEASES, name))['about']['objective']
+    first.setdefault(objective, name)
   return sorted(first.values())
 
 
@@ -65,9 +61,10 @@ class ReleasedScoresTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_every_release_holds_the_files_it_was_measured_with(self):
     for name in _releases():
-      for file_name, expected in _read_release(name)['sha256'].items():
-        with open(os.path.join(_RELEASES, name, file_name), 'rb') as f:
-          self.assertEqual(hashlib.sha256(f.read()).hexdigest(), expected, f'{name}/{file_name}')
+      release_dir = os.path.join(_RELEASES, name)
+      for file_name, expected in releases.read_release(release_dir)['sha256'].items():
+        self.assertEqual(file_hashes.sha256(os.path.join(release_dir, file_name)), expected,
+                         f'{name}/{file_name}')
 
   @parameterized.named_parameters((name, name) for name in _one_per_objective())
   def test_release_rescores_its_committed_outcomes(self, name):
