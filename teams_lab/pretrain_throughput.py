@@ -172,7 +172,6 @@ def _default_settings(settings, cpu_flags):
   paper sizes' bfloat16 becomes float32 without native bfloat16), so that the "default settings"
   ratios compare what a user of this machine gets.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   defaults = {}
   for size in settings.sizes:
     configured = variants.experiment_params(
@@ -180,7 +179,7 @@ def _default_settings(settings, cpu_flags):
         0).runtime.mixed_precision_dtype
     dtype, _ = precision.choose(
         configured, set_by_user=False,
-        has_accelerator=bool(tf.config.list_physical_devices('GPU')), cpu_flags=cpu_flags)
+        has_accelerator=precision.has_accelerator(), cpu_flags=cpu_flags)
     defaults[size] = 'bf16' if dtype == 'bfloat16' else 'fp32'
   return defaults
 

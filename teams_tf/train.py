@@ -196,8 +196,7 @@ def _choose_precision(params):
   dtype, why = precision.choose(
       params.runtime.mixed_precision_dtype,
       set_by_user=any('mixed_precision_dtype' in text for text in named),
-      has_accelerator=(params.runtime.distribution_strategy == 'tpu'
-                       or bool(tf.config.list_physical_devices('GPU'))),
+      has_accelerator=precision.has_accelerator(params.runtime.distribution_strategy),
       cpu_flags=hardware.cpuinfo().get('flags', '').split())
   params.runtime.mixed_precision_dtype = dtype
   logging.info('Precision: %s.', why)

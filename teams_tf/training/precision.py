@@ -14,6 +14,14 @@ from typing import Iterable, Optional
 NATIVE_BFLOAT16_FLAGS = ('avx512_bf16', 'amx_bf16')
 
 
+def has_accelerator(distribution_strategy: Optional[str] = None) -> bool:
+  """Whether a run with this `runtime.distribution_strategy` trains on TPUs or GPUs."""
+  # Imported here: the research harness reads this module in processes that start TensorFlow
+  # children but should not load it themselves.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return distribution_strategy == 'tpu' or bool(tf.config.list_physical_devices('GPU'))
+
+
 def choose(configured: Optional[str], set_by_user: bool, has_accelerator: bool,
            cpu_flags: Iterable[str]) -> tuple[Optional[str], str]:
   """The runtime precision to train in, and one line saying which and why.
@@ -21,7 +29,7 @@ def choose(configured: Optional[str], set_by_user: bool, has_accelerator: bool,
   Args:
     configured: `runtime.mixed_precision_dtype` of the run's config (None: float32).
     set_by_user: whether --params_override or --config_file named it; theirs is always kept.
-    has_accelerator: the run trains on TPUs or GPUs.
+    has_accelerator: the run trains on TPUs or GPUs (`has_accelerator`).
     cpu_flags: the CPU's feature flags (`hardware.cpuinfo()['flags'].split()`).
 
   Returns:

@@ -32,6 +32,12 @@ class PrecisionTest(tf.test.TestCase):
                      (None, 'float32, as configured'))
     self.assertEqual(precision.choose('float16', False, False, _NO_BF16)[0], 'float16')
 
+  def test_a_tpu_strategy_or_a_visible_gpu_is_an_accelerator(self):
+    self.assertTrue(precision.has_accelerator('tpu'))
+    on_gpu = bool(tf.config.list_physical_devices('GPU'))
+    self.assertEqual(precision.has_accelerator('mirrored'), on_gpu)
+    self.assertEqual(precision.has_accelerator(), on_gpu)
+
   def test_train_picks_float32_for_a_paper_experiment_moved_to_this_cpu(self):
     from teams_tf import train  # pylint: disable=g-import-not-at-top
     if 'experiment' not in flags.FLAGS:
