@@ -49,12 +49,15 @@ class ConsoleScriptsTest(tf.test.TestCase):
       self.assertIn(f'  {name}.run()\n', wrapper, name)
 
   def test_console_scripts_run_outside_the_repository_and_list_their_flags(self):
-    for script, flag in (('teams-train', '--experiment'), ('teams-export', '--kind')):
+    train_flags = ('experiment', 'mode', 'model_dir', 'config_file', 'params_override',
+                   'gin_file', 'gin_params', 'tpu', 'seed', 'list_experiments')
+    for script, flags in (('teams-train', train_flags), ('teams-export', ('kind',))):
       path = shutil.which(script)
       self.assertIsNotNone(path, f'{script} is not on PATH: pip install -e . installs it')
       result = subprocess.run([path, '--help'], cwd=self.get_temp_dir(), capture_output=True,
                               text=True, timeout=300, check=False)
-      self.assertIn(f'  {flag}:', result.stdout, result.stderr[-2000:])
+      for flag in flags:
+        self.assertRegex(result.stdout, rf'  --(\[no\])?{flag}:', result.stderr[-2000:])
 
 if __name__ == '__main__':
   tf.test.main()

@@ -39,8 +39,11 @@ class ResearchVariantsTest(tf.test.TestCase, parameterized.TestCase):
     # What `teams_tf.train --list_experiments` prints (tests/e2e/train_test.py), in this process.
     self.assertNotIn('electra_mini_rtd10', experiments.experiment_names(include_research=False))
 
+  # rtd10, rtd5 and no_mws_rtd50 change only a loss weight of a model that trains here already
+  # (ELECTRA in experiments_test, no_mws here), as test_variant_differs_from_its_base_... checks.
   @parameterized.named_parameters(
-      (name, variant.objective, name) for name, variant in research_variants.VARIANTS.items())
+      (name, variant.objective, name) for name, variant in research_variants.VARIANTS.items()
+      if name not in ('rtd10', 'rtd5', 'no_mws_rtd50'))
   def test_variant_trains_one_step_with_every_head_reached(self, objective, variant):
     params = experiments.pretraining_experiment(objective, 'demo', variant)
     params.task.train_data, params.task.validation_data = testing_utils.sample_data_configs()

@@ -55,12 +55,6 @@ class CreatePretrainingDataCommandTest(tf.test.TestCase):
                  '--mask_token_rate', '--random_token_rate', '--seed', '--num_workers'):
       self.assertIn(flag, result.stdout)
 
-  def test_missing_vocabulary_is_a_one_line_error(self):
-    vocab = os.path.join(self.get_temp_dir(), 'no_vocab.txt')
-    result = _run('--input=sample:valid', f'--vocab_file={vocab}',
-                  f'--output_dir={self.get_temp_dir()}/out')
-    self._assert_one_line_error(result, vocab, 'does not exist')
-
   def test_masking_flags_with_unmasked_output_are_an_error(self):
     result = _run('--input=sample:valid', '--vocab_file=sample:vocab', '--output_kind=unmasked',
                   '--dupe_factor=10', f'--output_dir={self.get_temp_dir()}/out')
