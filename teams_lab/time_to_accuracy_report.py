@@ -288,7 +288,10 @@ def markdown(machines: dict[str, dict[str, dict]], preamble: str) -> str:
 
 
 def plot(machines: dict[str, dict[str, dict]], path: str) -> None:
-  """Held-out MLM accuracy against minutes, every run on one figure (a line style per machine).
+  """Held-out MLM accuracy against minutes, every run on one figure.
+
+  A colour per implementation and a line style per machine; the legend goes below the panels,
+  where the machines' long names cover no curve.
 
   With TEAMS-pair runs, a second panel gives their RTD AUC against minutes.
   """
@@ -299,12 +302,14 @@ def plot(machines: dict[str, dict[str, dict]], path: str) -> None:
   figure, axes = pyplot.subplots(1, 2 if teams else 1, figsize=(12.0 if teams else 6.4, 4.2),
                                  squeeze=False)
   styles = ('-', '--', ':', '-.')
+  names = list(dict.fromkeys(name for results in machines.values() for name in results))
   for index, (machine, results) in enumerate(machines.items()):
     for name, result in results.items():
       rows = [row for row in result['curve'] if row.get('minutes') is not None]
       label = name if len(machines) == 1 else f'{name}, {machine}'
       minutes = [row['minutes'] for row in rows]
-      style = dict(marker='.', linestyle=styles[index % len(styles)], label=label)
+      style = dict(marker='.', linestyle=styles[index % len(styles)], label=label,
+                   color=f'C{names.index(name) % 10}')
       axes[0][0].plot(minutes, [row['mlm_accuracy'] for row in rows], **style)
       if teams and name in _pair(results, time_to_accuracy.TEAMS_EXPERIMENT):
         axes[0][1].plot(minutes, [row['rtd_auc'] for row in rows], **style)
@@ -317,9 +322,9 @@ def plot(machines: dict[str, dict[str, dict]], path: str) -> None:
   for axis in axes[0]:
     axis.set_xlabel('minutes from launch')
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc='lower right')
+    axis.legend(fontsize=7, loc='upper center', bbox_to_anchor=(0.5, -0.16))
   figure.tight_layout()
-  figure.savefig(path, dpi=100)
+  figure.savefig(path, dpi=100, bbox_inches='tight')
   pyplot.close(figure)
 
 
