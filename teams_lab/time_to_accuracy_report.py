@@ -112,6 +112,11 @@ def _pair(results: dict[str, dict], experiment: str) -> dict[str, dict]:
           if time_to_accuracy.IMPLEMENTATIONS[name].experiment == experiment}
 
 
+def _peers(names) -> list[str]:
+  """The implementations among `names` that are not teams_tf's."""
+  return [name for name in names if time_to_accuracy.IMPLEMENTATIONS[name].framework != OURS]
+
+
 def summary(results: dict[str, dict]) -> dict:
   """Minutes to each threshold, their ratios to teams_tf, and the headline against the goal.
 
@@ -138,7 +143,7 @@ def summary(results: dict[str, dict]) -> dict:
                                  lower_bound=True)
       else:
         row['ratio'][key] = dict(value=theirs / ours['minutes'][key], lower_bound=False)
-  peers = [name for name in rows if time_to_accuracy.IMPLEMENTATIONS[name].framework != OURS]
+  peers = _peers(rows)
   for t in THRESHOLDS:
     key = str(t)
     ratios = {name: rows[name]['ratio'][key] for name in peers if key in rows[name]['ratio']}
@@ -241,6 +246,10 @@ def _machine_section(machine: str, results: dict[str, dict]) -> list[str]:
     lines.append('')
   elif OURS not in numbers['rows']:
     lines += [f'No ratios: {OURS} has not run on this machine (`--implementations={OURS}`).', '']
+  elif not _peers(numbers['rows']):
+    command = ','.join(_peers(_pair(time_to_accuracy.IMPLEMENTATIONS, time_to_accuracy.EXPERIMENT)))
+    lines += [f'No ratios: no peer has run on this machine yet (`--implementations={command}`).',
+              '']
   lines += ['| implementation | ' + ' | '.join(f'minutes to {t:.0%}' for t in THRESHOLDS) +
             ' | ' + ' | '.join(f'ratio to teams_tf at {t:.0%}' for t in THRESHOLDS) +
             ' | final accuracy | steps | minutes | analytic GFLOP/s |',

@@ -256,15 +256,17 @@ class TimeToAccuracyTest(tf.test.TestCase):
   def test_report_is_written_from_the_result_files_with_ratios_within_a_machine(self):
     out_dir = tempfile.mkdtemp()
     legacy = 'AMD EPYC, 2 cores'
+    alone = 'Other CPU, 2 cores'
     for name, points, machine in (('teams_tf', ((10.0, 0.36),), _MACHINE),
                                   ('hugging_face', ((30.0, 0.30),), _MACHINE),
-                                  ('model_garden', ((1.0, 0.36),), legacy)):
+                                  ('model_garden', ((1.0, 0.36),), legacy),
+                                  ('teams_tf', ((10.0, 0.36),), alone)):
       path = time_to_accuracy.result_file(out_dir, name, machine)
       os.makedirs(os.path.dirname(path), exist_ok=True)
       with open(path, 'w') as f:
         json.dump(_result(name, *points, machine=machine), f)
     machines = time_to_accuracy_report.write_report(out_dir, '# title')
-    self.assertEqual(sorted(machines), sorted([legacy, _MACHINE]))
+    self.assertEqual(sorted(machines), sorted([legacy, _MACHINE, alone]))
     with open(os.path.join(out_dir, 'time_to_accuracy.md')) as f:
       text = f.read()
     # 1.8e13 FLOPs in 30 minutes: 10 GFLOP/s.
@@ -274,6 +276,8 @@ class TimeToAccuracyTest(tf.test.TestCase):
     self.assertIn('| model_garden | 1.0 | not reached | — | — | 36.00% | 500 | 1.0 | 300.0 |', text)
     self.assertIn('| 35% | hugging_face | >3.00 | yes |', text)
     self.assertIn('No ratios: teams_tf has not run on this machine', text)
+    self.assertEqual(1, text.count('No ratios: no peer has run on this machine yet '
+                                   '(`--implementations=model_garden,hugging_face`).'))
     self.assertIn('predates the CPU signature', text)
     with open(os.path.join(out_dir, 'time_to_accuracy.json')) as f:
       self.assertEqual(json.load(f)['machines'][_MACHINE]['headline']['0.35']['fastest_peer'],
