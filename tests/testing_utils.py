@@ -1,6 +1,7 @@
 """Tiny configurations and realistic batches shared by the tests (STYLE.md §8)."""
 
 import contextlib
+import os
 from typing import Any, Dict, NamedTuple
 
 from absl import flags
@@ -39,6 +40,12 @@ SMALL_DEMO_RUN = ','.join(
      for key in ('seq_length=32', 'max_predictions_per_seq=5', 'global_batch_size=4')] +
     ['task.model.encoder.num_layers=2', 'trainer.steps_per_loop=2',
      'trainer.summary_interval=2', 'trainer.optimizer_config.warmup.linear.warmup_steps=1'])
+
+
+def default_kernels_environment():
+  """os.environ as a user's shell has it: without the tests' TF_ENABLE_ONEDNN_OPTS=0 (conftest)."""
+  return {k: v for k, v in os.environ.items()
+          if k not in ('TF_ENABLE_ONEDNN_OPTS', 'TEAMS_TF_SET_ONEDNN_OPTS')}
 
 
 def train_error(*argv):

@@ -1,16 +1,20 @@
-"""tools/run_glue.py end to end on tiny GLUE fixtures: tables, resume and one-line errors."""
+"""tools/run_glue.py end to end on tiny GLUE fixtures: tables, then (in this process, without
+TensorFlow's start-up) resume and a bad override's error."""
 
 import json
 import os
 import subprocess
 import sys
 
+from absl import logging as absl_logging
 import numpy as np
 import tensorflow as tf
 
+from teams_tf.finetuning import sweep
 from tests.finetuning import glue_testing_utils as fixtures
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+_OVERRIDE = 'task.train_data.global_batch_size=8,task.validation_data.global_batch_size=8'
 
 
 class RunGlueTest(tf.test.TestCase):
@@ -23,13 +27,17 @@ class RunGlueTest(tf.test.TestCase):
     cls.checkpoint = fixtures.save_tiny_pretraining_checkpoint(
         os.path.join(cls.root, 'pretrain'))
 
-  def _run_glue(self, output_dir, *extra):
+  def _settings(self, output_dir, params_override=_OVERRIDE):
+    """The flags of `_run_glue` as `sweep.run_fields` takes them."""
+    return dict(tasks=['sst2', 'stsb'], seeds='2', size='demo', data_dir=self.data_dir,
+                init_checkpoint=os.path.dirname(self.checkpoint), output_dir=output_dir,
+                train_steps=3, params_override=params_override)
+
+  def _run_glue(self, output_dir):
     return subprocess.run(
-        [sys.executable, 'tools/run_glue.py', '--tasks=sst2,stsb', '--seeds=2', '--size=demo',
-         f'--data_dir={self.data_dir}', f'--init_checkpoint={os.path.dirname(self.checkpoint)}',
-         f'--output_dir={output_dir}', '--train_steps=3',
-         '--params_override=task.train_data.global_batch_size=8,'
-         'task.validation_data.global_batch_size=8', *extra],
+        [sys.executable, 'tools/run_glue.py',
+         *[f'--{key}={",".join(value) if isinstance(value, list) else value}'
+           for key, value in self._settings(output_dir).items()]],
         cwd=_ROOT, capture_output=True, text=True, timeout=900, check=False)
 
   def test_two_tasks_two_seeds_tables_and_resume(self):
@@ -77,24 +85,25 @@ class RunGlueTest(tf.test.TestCase):
     self.assertIn('GLUE average over 2 task(s) (sst2, stsb)', table)
     self.assertIn(table.strip(), first.stdout)
 
-    # A second invocation finds every result.json and trains nothing.
+    # The same sweep again finds every result.json and trains nothing.
     result_files = [os.path.join(output_dir, task, f'seed_{seed}', 'result.json')
                     for task, seed in results]
     mtimes = [os.path.getmtime(path) for path in result_files]
-    second = self._run_glue(output_dir)
-    self.assertEqual(0, second.returncode, second.stderr[-5000:])
-    self.assertIn('0 run(s) to do, 4 already done', second.stderr)
-    self.assertIn('sst2 seed 1: skipped', second.stderr)
-    self.assertNotIn('=== run', second.stderr)
+    with self.assertLogs(absl_logging.get_absl_logger(), level='INFO') as logs:
+      second_table = sweep.run_fields(self._settings(output_dir))
+    log = '\n'.join(logs.output)
+    self.assertIn('0 run(s) to do, 4 already done', log)
+    self.assertIn('sst2 seed 1: skipped', log)
+    self.assertNotIn('=== run', log)
     self.assertEqual(mtimes, [os.path.getmtime(path) for path in result_files])
-    self.assertIn(table.strip(), second.stdout)
+    self.assertEqual(table.strip(), second_table.strip())
 
-  def test_bad_override_is_one_line_error(self):
-    result = self._run_glue(os.path.join(self.get_temp_dir(), 'bad'),
-                            '--params_override=trainer.train_steps=5')
-    self.assertNotEqual(0, result.returncode)
-    last_line = result.stderr.strip().splitlines()[-1]
-    self.assertStartsWith(last_line, 'error: --params_override sets trainer.train_steps')
+  def test_bad_override_is_refused_before_any_run(self):
+    # The command prints it as one line, "error: ..." (teams_tf/cli/run_glue.py).
+    output_dir = os.path.join(self.get_temp_dir(), 'bad')
+    with self.assertRaisesRegex(ValueError, '^--params_override sets trainer.train_steps'):
+      sweep.run_fields(self._settings(output_dir, 'trainer.train_steps=5'))
+    self.assertFalse(os.path.exists(output_dir))
 
 
 if __name__ == '__main__':
