@@ -10,7 +10,7 @@ accuracy against minutes with every run.
 import json
 import os
 import re
-from typing import Optional
+from typing import Mapping, Optional, TypeVar
 
 from teams_lab import time_to_accuracy
 from teams_tf.utils import atomic_files
@@ -20,6 +20,7 @@ THRESHOLDS = (0.35, 0.40)
 # teams_tf should reach each threshold this many times sooner than the fastest peer.
 GOAL = 1.5
 OURS = 'teams_tf'
+_Value = TypeVar('_Value')
 
 
 def preamble(setup: time_to_accuracy.Setup, command: str) -> str:
@@ -107,8 +108,9 @@ def _final(result: dict) -> dict:
                          if timed and timed[-1]['minutes'] > 0 else None))
 
 
-def _pair(results: dict[str, dict], experiment: str) -> dict[str, dict]:
-  return {name: result for name, result in results.items()
+def _pair(named: Mapping[str, _Value], experiment: str) -> dict[str, _Value]:
+  """The entries of `named` (results, or IMPLEMENTATIONS) whose implementation runs `experiment`."""
+  return {name: value for name, value in named.items()
           if time_to_accuracy.IMPLEMENTATIONS[name].experiment == experiment}
 
 
