@@ -26,6 +26,7 @@ from teams_tf.models import teams_pretrainer
 from teams_tf.registry import experiments
 from teams_tf.tasks import teams_task
 from teams_tf.training import resume
+from teams_tf.utils import onednn
 
 VOCAB_SIZE = 100
 SEQ_LENGTH = 16
@@ -44,8 +45,8 @@ SMALL_DEMO_RUN = ','.join(
 
 def default_kernels_environment():
   """os.environ as a user's shell has it: without the tests' TF_ENABLE_ONEDNN_OPTS=0 (conftest)."""
-  return {k: v for k, v in os.environ.items()
-          if k not in ('TF_ENABLE_ONEDNN_OPTS', 'TEAMS_TF_SET_ONEDNN_OPTS')}
+  set_by_teams_tf = onednn._MARK  # pylint: disable=protected-access
+  return {k: v for k, v in os.environ.items() if k not in (onednn.ENV, set_by_teams_tf)}
 
 
 def train_error(*argv):

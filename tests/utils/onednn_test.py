@@ -6,7 +6,7 @@ from unittest import mock
 
 from teams_tf.utils import onednn
 
-_MARK = 'TEAMS_TF_SET_ONEDNN_OPTS'
+_MARK = onednn._MARK  # pylint: disable=protected-access
 
 
 def _environment(**values):
