@@ -52,11 +52,16 @@ def set_default(argv: Sequence[str], machine: str = '') -> None:
   os.environ[ENV] = os.environ[_MARK] = value
 
 
-def describe() -> str:
-  """Whether the loaded TensorFlow runs oneDNN kernels, and why: the training log's line."""
+def enabled() -> bool:
+  """Whether the loaded TensorFlow runs its oneDNN kernels (TensorFlow has no public query)."""
   # pylint: disable=g-import-not-at-top
   from tensorflow.python.util import _pywrap_util_port  # Where tf.test's IsMklEnabled looks.
-  on = _pywrap_util_port.IsMklEnabled()
+  return _pywrap_util_port.IsMklEnabled()
+
+
+def describe() -> str:
+  """Whether the loaded TensorFlow runs oneDNN kernels, and why: the training log's line."""
+  on = enabled()
   state = 'on' if on else 'off'
   value = os.environ.get(ENV)
   wanted = {'1': True, 'true': True, '0': False, 'false': False}.get((value or '').lower())
