@@ -18,6 +18,7 @@ import os
 import resource
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -171,6 +172,36 @@ def write_batch(path, seq_length, batch_size, predictions):
 def _load_batch(path):
   with np.load(path) as arrays:
     return {key: arrays[key] for key in BATCH_KEYS}
+
+
+def define_step_flags(objective, size, setting, seq_length, batch_size, predictions,
+                      vocab_size):
+  """A tool's absl flags naming one step of this benchmark, with these defaults.
+
+  Returns:
+    Their FlagHolders keyed as `build_tf_step`'s spec (`predictions` is --max_predictions).
+  """
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  return dict(
+      implementation=flags.DEFINE_enum(
+          'implementation', 'ours', ['ours', 'official', 'official_patched'],
+          'Whose model: ours or Model Garden\'s (teams, electra).'),
+      objective=flags.DEFINE_enum('objective', objective, list(OBJECTIVES), 'Objective.'),
+      size=flags.DEFINE_enum('size', size, list(SIZES),
+                             'tiny (demo), mini (the learning recipe, ours only) or small.'),
+      setting=flags.DEFINE_enum('setting', setting, list(SETTINGS), 'Precision/XLA.'),
+      seq_length=flags.DEFINE_integer('seq_length', seq_length, 'Sequence length T.'),
+      batch_size=flags.DEFINE_integer('batch_size', batch_size, 'Batch size B.'),
+      predictions=flags.DEFINE_integer('max_predictions', predictions, 'Prediction slots P.'),
+      vocab_size=flags.DEFINE_integer('vocab_size', vocab_size, 'Vocabulary of mini and small.'))
+
+
+def build_fixed_batch_step(spec):
+  """`build_tf_step` of `spec` (no `batch_file`) on this benchmark's fixed batch at its shapes."""
+  with tempfile.TemporaryDirectory() as directory:
+    batch_file = os.path.join(directory, 'batch.npz')
+    write_batch(batch_file, spec['seq_length'], spec['batch_size'], spec['predictions'])
+    return build_tf_step(dict(spec, batch_file=batch_file))
 
 
 def build_tf_step(spec):

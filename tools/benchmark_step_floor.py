@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import subprocess
-import tempfile
 
 from absl import app
 from absl import flags
@@ -31,17 +30,8 @@ from teams_tf.utils import hardware
 from teams_tf.utils import onednn
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_IMPLEMENTATION = flags.DEFINE_enum('implementation', 'ours', ['ours', 'official',
-                                                               'official_patched'],
-                                    'Whose model: ours or Model Garden\'s (teams, electra).')
-_OBJECTIVE = flags.DEFINE_enum('objective', 'bert', list(variants.OBJECTIVES), 'Objective.')
-_SIZE = flags.DEFINE_enum('size', 'mini', list(variants.SIZES),
-                          'tiny (demo), mini (the learning recipe, ours only) or small.')
-_SETTING = flags.DEFINE_enum('setting', 'fp32', list(variants.SETTINGS), 'Precision/XLA.')
-_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 64, 'Sequence length T.')
-_BATCH_SIZE = flags.DEFINE_integer('batch_size', 64, 'Batch size B.')
-_MAX_PREDICTIONS = flags.DEFINE_integer('max_predictions', 25, 'Prediction slots P.')
-_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 7899, 'Vocabulary of mini and small.')
+_STEP = variants.define_step_flags('bert', 'mini', 'fp32', seq_length=64, batch_size=64,
+                                   predictions=25, vocab_size=7899)
 _STEPS = flags.DEFINE_integer('steps', 20, 'Timed steps (the median counts).')
 _REPEATS = flags.DEFINE_integer('repeats', 20, 'Timed runs of each product (the median counts).')
 _INTRA_OP_THREADS = flags.DEFINE_integer(
@@ -66,18 +56,11 @@ def main(argv):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if _INTRA_OP_THREADS.value:  # Before TensorFlow's runtime starts.
     tf.config.threading.set_intra_op_parallelism_threads(_INTRA_OP_THREADS.value)
-  label = (f'{_IMPLEMENTATION.value} {_OBJECTIVE.value} {_SIZE.value} {_SETTING.value}, '
-           f'B={_BATCH_SIZE.value} T={_SEQ_LENGTH.value} P={_MAX_PREDICTIONS.value} '
-           f'V={_VOCAB_SIZE.value}')
-  with tempfile.TemporaryDirectory() as directory:
-    batch_file = os.path.join(directory, 'batch.npz')
-    variants.write_batch(batch_file, _SEQ_LENGTH.value, _BATCH_SIZE.value,
-                         _MAX_PREDICTIONS.value)
-    built = variants.build_tf_step(dict(
-        implementation=_IMPLEMENTATION.value, objective=_OBJECTIVE.value, size=_SIZE.value,
-        setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
-        predictions=_MAX_PREDICTIONS.value, vocab_size=_VOCAB_SIZE.value,
-        batch_file=batch_file))
+  spec = {key: holder.value for key, holder in _STEP.items()}
+  label = (f'{spec["implementation"]} {spec["objective"]} {spec["size"]} {spec["setting"]}, '
+           f'B={spec["batch_size"]} T={spec["seq_length"]} P={spec["predictions"]} '
+           f'V={spec["vocab_size"]}')
+  built = variants.build_fixed_batch_step(spec)
   step, batch = built['step'], built['batch']
   variants.progress(f'{label}: timing {_STEPS.value} steps')
   step_seconds = matmul_floor.median_seconds(lambda: float(step(batch)), _STEPS.value)
@@ -94,9 +77,8 @@ def main(argv):
       floor_ms=1000 * result['seconds'], serial_ms=1000 * result['serial_seconds'],
       product_flops=result['flops'], analytic_flops=built['flops'],
       peak_gflops=peak.flops / peak_seconds / 1e9, rows=result['rows'],
-      command=command_lines.tool_command(__file__, (
-          _IMPLEMENTATION, _OBJECTIVE, _SIZE, _SETTING, _SEQ_LENGTH, _BATCH_SIZE,
-          _MAX_PREDICTIONS, _VOCAB_SIZE, _STEPS, _REPEATS, _INTRA_OP_THREADS, _PEAK_SIZE)),
+      command=command_lines.tool_command(
+          __file__, (*_STEP.values(), _STEPS, _REPEATS, _INTRA_OP_THREADS, _PEAK_SIZE)),
       git_commit=_commit(), tensorflow=tf.__version__,
       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
   results = {}

@@ -13,7 +13,6 @@ most expensive ops. Kernel times of ops that ran concurrently on the inter-op th
 the total exceeds the wall time; the shares are what tells one variant's costs apart.
 """
 
-import os
 import statistics
 import sys
 import tempfile
@@ -25,19 +24,10 @@ import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not ins
 from teams_lab import pretrain_variants as variants
 from teams_lab import xplane_kernels
 
-_IMPLEMENTATION = flags.DEFINE_enum('implementation', 'ours', ['ours', 'official',
-                                                               'official_patched'],
-                                    'Whose model: ours or Model Garden\'s (teams, electra).')
-_OBJECTIVE = flags.DEFINE_enum('objective', 'teams', list(variants.OBJECTIVES), 'Objective.')
-_SIZE = flags.DEFINE_enum('size', 'small', list(variants.SIZES),
-                          'tiny (demo), mini (the learning recipe, ours only) or small.')
-_SETTING = flags.DEFINE_enum('setting', 'bf16', list(variants.SETTINGS), 'Precision/XLA.')
+_STEP = variants.define_step_flags('teams', 'small', 'bf16', seq_length=128, batch_size=32,
+                                   predictions=20, vocab_size=30522)
 _STEPS = flags.DEFINE_integer('steps', 3, 'Profiled steps (after the warm-up).')
 _WARMUP = flags.DEFINE_integer('warmup', 2, 'Untimed steps first.')
-_SEQ_LENGTH = flags.DEFINE_integer('seq_length', 128, 'Sequence length T.')
-_BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Batch size B.')
-_MAX_PREDICTIONS = flags.DEFINE_integer('max_predictions', 20, 'Prediction slots P.')
-_VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 30522, 'Vocabulary of mini and small.')
 _TOP = flags.DEFINE_integer('top', 20, 'Rows per table.')
 _SCOPE_DEPTH = flags.DEFINE_integer('scope_depth', 2, 'Name components per scope group.')
 _LOGDIR = flags.DEFINE_string('logdir', None, 'Profile directory (default: a new temp dir).')
@@ -46,21 +36,14 @@ _LOGDIR = flags.DEFINE_string('logdir', None, 'Profile directory (default: a new
 def main(argv):
   del argv
   logdir = _LOGDIR.value or tempfile.mkdtemp(prefix='profile_step_')
-  label = f'{_IMPLEMENTATION.value} {_OBJECTIVE.value} {_SIZE.value} {_SETTING.value}'
-  with tempfile.TemporaryDirectory() as directory:
-    batch_file = os.path.join(directory, 'batch.npz')
-    variants.write_batch(batch_file, _SEQ_LENGTH.value, _BATCH_SIZE.value,
-                         _MAX_PREDICTIONS.value)
-    built = variants.build_tf_step(dict(
-        implementation=_IMPLEMENTATION.value, objective=_OBJECTIVE.value, size=_SIZE.value,
-        setting=_SETTING.value, seq_length=_SEQ_LENGTH.value, batch_size=_BATCH_SIZE.value,
-        predictions=_MAX_PREDICTIONS.value, vocab_size=_VOCAB_SIZE.value,
-        batch_file=batch_file))
-    xplane, seconds = xplane_kernels.record(
-        built['step'], built['batch'], _WARMUP.value, _STEPS.value, logdir,
-        lambda line: variants.progress(f'{label}: {line}'))
-  print(f'# Profile of {label} (B={_BATCH_SIZE.value}, T={_SEQ_LENGTH.value}, '
-        f'P={_MAX_PREDICTIONS.value})\n')
+  spec = {key: holder.value for key, holder in _STEP.items()}
+  label = f'{spec["implementation"]} {spec["objective"]} {spec["size"]} {spec["setting"]}'
+  built = variants.build_fixed_batch_step(spec)
+  xplane, seconds = xplane_kernels.record(
+      built['step'], built['batch'], _WARMUP.value, _STEPS.value, logdir,
+      lambda line: variants.progress(f'{label}: {line}'))
+  print(f'# Profile of {label} (B={spec["batch_size"]}, T={spec["seq_length"]}, '
+        f'P={spec["predictions"]})\n')
   print(f'Wall time per profiled step: {1000 * statistics.median(seconds):.0f} ms (median); '
         f'analytic {built["flops"] / 1e9:.1f} GFLOP per step.')
   print(xplane_kernels.tables(xplane_kernels.kernel_times(xplane), _STEPS.value, _TOP.value,
