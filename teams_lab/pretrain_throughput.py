@@ -117,6 +117,16 @@ def check(settings):
                      'steady state is the loops after it).')
 
 
+def git_commit() -> str:
+  """The clone's short commit, marked '+uncommitted changes' when tracked files differ from it."""
+  clone = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=clone,
+                          capture_output=True, text=True, check=False).stdout.strip()
+  dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=clone,
+                         capture_output=True, text=True, check=False).stdout.strip()
+  return commit + ('+uncommitted changes' if dirty else '')
+
+
 def _machine():
   """CPU model, cores, memory, bfloat16 support and software versions."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -124,10 +134,6 @@ def _machine():
   if os.path.exists('/proc/meminfo'):
     with open('/proc/meminfo') as f:
       memory_gib = round(int(f.readline().split()[1]) / 2**20, 1)
-  commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
-                          text=True, check=False).stdout.strip()
-  dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
-                         capture_output=True, text=True, check=False).stdout.strip()
   versions = {}
   for package in ('tf-models-official', 'torch', 'transformers'):
     try:
@@ -138,7 +144,7 @@ def _machine():
               avx512_bf16='avx512_bf16' in hardware.cpuinfo().get('flags', '').split(),
               memory_gib=memory_gib, platform=platform.platform(),
               python=platform.python_version(), tensorflow=tf.__version__,
-              git_commit=commit + ('+uncommitted changes' if dirty else ''), **versions)
+              git_commit=git_commit(), **versions)
 
 
 def _matmul_peak(n, repeats):

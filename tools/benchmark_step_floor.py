@@ -17,13 +17,13 @@ step. A few minutes at the mini size; run it on an otherwise idle machine.
 import datetime
 import json
 import os
-import subprocess
 
 from absl import app
 from absl import flags
 import lab_path  # noqa: F401  (teams_lab: the clone's research harness, not installed)
 
 from teams_lab import matmul_floor
+from teams_lab import pretrain_throughput
 from teams_lab import pretrain_variants as variants
 from teams_tf.utils import command_lines
 from teams_tf.utils import hardware
@@ -41,14 +41,6 @@ _PEAK_SIZE = flags.DEFINE_integer('peak_size', 4096,
                                   'n of the float32 n x n x n product timed as the matmul peak.')
 _OUTPUT = flags.DEFINE_string('output', os.path.join(_ROOT, 'benchmarks', 'step_floor'),
                               'Result path without extension: .json (every entry) and .md.')
-
-
-def _commit():
-  commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=_ROOT, capture_output=True,
-                          text=True, check=False).stdout.strip()
-  dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=_ROOT,
-                         capture_output=True, text=True, check=False).stdout.strip()
-  return commit + ('+uncommitted changes' if dirty else '')
 
 
 def main(argv):
@@ -79,7 +71,7 @@ def main(argv):
       peak_gflops=peak.flops / peak_seconds / 1e9, rows=result['rows'],
       command=command_lines.tool_command(
           __file__, (*_STEP.values(), _STEPS, _REPEATS, _INTRA_OP_THREADS, _PEAK_SIZE)),
-      git_commit=_commit(), tensorflow=tf.__version__,
+      git_commit=pretrain_throughput.git_commit(), tensorflow=tf.__version__,
       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
   results = {}
   if os.path.exists(_OUTPUT.value + '.json'):
